@@ -1,0 +1,118 @@
+//! A spinlock and a reference count in one 64-bit word, after the Linux
+//! kernel's `lockref`, for virtual-filesystem code written in Rust.
+//!
+//! [`LockRef<T>`] keeps a count that changes with one lockless
+//! compare-and-swap while its lock is free, and a fair ticket spinlock that
+//! guards a `T` and the count together. Cache objects (dentries, inodes)
+//! use the lockless path for the hot get/put traffic and the lock for the
+//! rare state changes (kill, rename, revalidation) that must see a count no
+//! one else can move.
+//!
+//! ```
+//! use lockref::{LockRef, PutOrLock};
+//!
+//! struct Dentry { name: String, hashed: bool }
+//!
+//! let d = LockRef::new(Dentry { name: "etc".into(), hashed: true });
+//! d.get(); // a lookup's reference: one compare-and-swap
+//! assert_eq!(d.put_return(), Ok(1));
+//! // The last put decides under the lock, as dput does.
+//! if let PutOrLock::Locked(mut g) = d.put_or_lock() {
+//!     g.decrement().unwrap();
+//!     if !g.hashed {
+//!         g.mark_dead(); // then tear it down
+//!     }
+//! }
+//! assert_eq!(d.count(), 0);
+//! ```
+//!
+//! # Semantics
+//!
+//! See [`LockRef`] for the mapping from each kernel function. Departures
+//! from the kernel:
+//!
+//! - **The count saturates** at [`SATURATED`] and then never moves (the
+//!   kernel's `refcount_t`, not its lockref, which can wrap); dropping a
+//!   reference at zero is refused with an error, never wrapped.
+//! - **[`LockRef::get`] panics on a dead object** (the kernel increments a
+//!   dead count blindly).
+//! - **The lock is a ticket lock** (fair) in the word's top half, the count
+//!   in the bottom half; see [`raw`'s layout](#the-word).
+//! - **Orderings are stronger where a Rust caller needs them to free**:
+//!   the kernel's lockless updates are relaxed and rely on RCU; here the
+//!   references taken from a possibly-unreferenced object (`get_not_zero`,
+//!   `get_not_dead`) are `Acquire`, and puts are `Release` with `Acquire` at
+//!   zero, as `Arc`. On x86 these cost nothing; see each operation.
+//!
+//! # The word
+//!
+//! | bits   | field | meaning |
+//! |--------|-------|---------|
+//! | 0..32  | count | `i32`: `< 0` dead, `0` unreferenced, [`SATURATED`] saturated |
+//! | 32..48 | owner | ticket lock: the ticket served; unlocked iff `owner == next` |
+//! | 48..64 | next  | ticket lock: the next ticket to draw |
+//!
+//! # Contention policies
+//!
+//! The lockless loop's behaviour under contention is the type parameter
+//! `P` of [`LockRef<T, P>`]: [`policy::KernelRetry`] (the kernel's loop),
+//! [`policy::WaitUnlock`] (seed 003's wait-while-locked, bounded) and
+//! [`policy::ExpBackoff`] (exponential backoff on failed compare-and-swap).
+//! Every policy is bounded by the loop, so none can spin forever.
+//!
+//! # Targets
+//!
+//! With a 64-bit compare-and-swap (`target_has_atomic = "64"`) the lockless
+//! paths are compiled in ([`LOCKLESS`] is `true`). Without one (for example
+//! `thumbv7em-none-eabihf`), every operation takes the lock, with the same
+//! API and semantics, and [`LockRef::put_return`] always fails, as in the
+//! kernel without `CONFIG_ARCH_USE_CMPXCHG_LOCKREF`. `--cfg
+//! lockref_lock_only` selects that build on any target, for testing.
+//!
+//! # Features
+//!
+//! | feature | what it does |
+//! |---|---|
+//! | `std` | lock waiters yield the CPU after spinning a while (threads outnumbering cores) |
+//! | `stats` | per-object counters of operations and the paths they took ([`LockRef::stats`]) |
+//!
+//! The crate is `#![no_std]` and has no default features.
+
+#![no_std]
+#![warn(missing_docs)]
+
+#[cfg(any(feature = "std", test))]
+extern crate std;
+
+mod count;
+mod error;
+mod lockref;
+pub mod policy;
+mod raw;
+mod stats;
+mod sync;
+
+pub use crate::count::{DEAD, SATURATED};
+pub use crate::error::{CountError, PutError};
+pub use crate::lockref::{LockRef, LockRefGuard, PutOrLock};
+pub use crate::raw::LOCKLESS;
+pub use crate::stats::StatsSnapshot;
+
+// Layout: the lockref word is one 8-byte, 8-aligned unit, whichever
+// implementation is compiled (loom's atomics are larger; stats add fields).
+#[cfg(not(any(loom, feature = "stats")))]
+const _: () = {
+    static_assertions::assert_eq_size!(LockRef<()>, u64);
+    static_assertions::assert_eq_align!(LockRef<()>, u64);
+};
+
+// Send and Sync exactly when they should be, as for `Mutex<T>`.
+static_assertions::assert_impl_all!(LockRef<u32>: Send, Sync);
+static_assertions::assert_impl_all!(LockRef<core::cell::Cell<u32>>: Send, Sync);
+static_assertions::assert_not_impl_any!(LockRef<*const u8>: Send, Sync);
+static_assertions::assert_not_impl_any!(LockRefGuard<'static, u32>: Send);
+static_assertions::assert_impl_all!(LockRefGuard<'static, u32>: Sync);
+static_assertions::assert_not_impl_any!(LockRefGuard<'static, core::cell::Cell<u32>>: Send, Sync);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,108 @@
+//! Contention policies for the lockless compare-and-swap loop.
+//!
+//! A [`LockRef`](crate::LockRef) takes its policy as a type parameter, so
+//! the choice costs nothing at run time. The loop itself enforces the bound:
+//! every failed compare-and-swap and every wait on a held lock counts as one
+//! attempt, and after [`Policy::MAX_ATTEMPTS`] attempts the operation is done
+//! under the lock (or, for `put_return`, reported as failed). A policy can
+//! only choose *how* to wait between attempts, never to wait forever, so
+//! every policy keeps forward progress.
+//!
+//! # What the kernel learned (REFERENCE.md section 2)
+//!
+//! | year | change | measured | fate |
+//! |---|---|---|---|
+//! | 2019 | cap retries at 100, then take the lock | +60..70% open/close (ThunderX2) | merged |
+//! | 2023 | drop `cpu_relax()` after a failed cmpxchg | open3 +84..134%, fstat2 +144..423% (Cascade Lake, 24-96 procs) | merged |
+//! | 2024 | `cpu_relax()` while the lock is held, within the budget | unixbench shell1 -33.7%, getdent -56.5%, 134k -> 42k ops/s at 192 workers | dropped |
+//! | 2024 | seed 003: wait while locked, no cap, no fallback | O_CREAT 18 s -> 10 s | dropped: no forward progress |
+//!
+//! Delays have helped on some machines and hurt badly on others, so no
+//! policy here is assumed better: the benchmarks measure them side by side
+//! and [`DefaultPolicy`] is whatever they justify.
+
+/// How the lockless loop waits between attempts. The implementing type is
+/// also the per-operation state: each operation starts from
+/// `Default::default()`.
+pub trait Policy: Default {
+    /// Attempts (failed compare-and-swaps plus waits on a held lock) before
+    /// the operation falls back to the lock. Zero means always lock.
+    const MAX_ATTEMPTS: u32;
+
+    /// Called after a failed compare-and-swap, before the next attempt.
+    fn cas_failed(&mut self);
+
+    /// Called when the lock half is seen held. Return `true` to wait (the
+    /// policy does the waiting) and read the word again, `false` to fall
+    /// back to the lock now.
+    fn lock_held(&mut self) -> bool;
+}
+
+/// The kernel's current `CMPXCHG_LOOP`: retry at once after a failed
+/// compare-and-swap (no `cpu_relax()`: on x86 even a failing `cmpxchg`
+/// takes the line exclusive, so a pause only loses it), up to 100 times, and
+/// fall back as soon as the lock is seen held.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KernelRetry;
+
+impl Policy for KernelRetry {
+    const MAX_ATTEMPTS: u32 = 100;
+
+    #[inline(always)]
+    fn cas_failed(&mut self) {}
+
+    #[inline(always)]
+    fn lock_held(&mut self) -> bool {
+        false
+    }
+}
+
+/// Seed 003's idea with forward progress restored: when the lock is seen
+/// held, spin (`spin_loop` hint) and look again instead of queueing on the
+/// lock, but within the same 100-attempt budget, after which the operation
+/// takes the lock. Failed compare-and-swaps retry at once. The kernel
+/// measured large regressions from this on big machines (see the module
+/// docs); it is here to be measured, not recommended.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WaitUnlock;
+
+impl Policy for WaitUnlock {
+    const MAX_ATTEMPTS: u32 = 100;
+
+    #[inline(always)]
+    fn cas_failed(&mut self) {}
+
+    #[inline(always)]
+    fn lock_held(&mut self) -> bool {
+        crate::sync::spin_loop();
+        true
+    }
+}
+
+/// Exponential backoff after a failed compare-and-swap, with
+/// [`crossbeam_utils::Backoff::spin`] (1, 2, 4 .. 64 `spin_loop` hints),
+/// 100 attempts, and an immediate fallback when the lock is seen held. Fewer
+/// threads retry at once, so fewer compare-and-swaps fail; the price is
+/// latency after a failure.
+#[derive(Debug, Default)]
+pub struct ExpBackoff(crossbeam_utils::Backoff);
+
+impl Policy for ExpBackoff {
+    const MAX_ATTEMPTS: u32 = 100;
+
+    #[inline(always)]
+    fn cas_failed(&mut self) {
+        self.0.spin();
+    }
+
+    #[inline(always)]
+    fn lock_held(&mut self) -> bool {
+        false
+    }
+}
+
+/// The policy a [`LockRef`](crate::LockRef) uses unless told otherwise.
+///
+/// For now the kernel's own loop, [`KernelRetry`]; the benchmarks
+/// (`benches/`) will choose it from measurements.
+pub type DefaultPolicy = KernelRetry;

@@ -1,0 +1,324 @@
+//! The lockref word with lockless compare-and-swap paths.
+//!
+//! # The word
+//!
+//! | bits   | field | meaning |
+//! |--------|-------|---------|
+//! | 0..32  | count | `i32`: see [`crate::count`] (live, zero, dead, saturated) |
+//! | 32..48 | owner | ticket lock: the ticket being served |
+//! | 48..64 | next  | ticket lock: the next ticket to draw |
+//!
+//! | state    | lock half       | count |
+//! |----------|-----------------|-------|
+//! | unlocked | `owner == next` | any   |
+//! | locked   | `owner != next` | any; only the holder changes it |
+//! | dead     | any             | `< 0` (set under the lock) |
+//! | saturated| any             | `i32::MAX`, never changes again |
+//!
+//! The kernel puts the lock in the low half; here the count is low so that
+//! drawing a ticket is one `fetch_add` whose carry out of `next` falls off
+//! the top of the word (see [`super::ticket`]).
+//!
+//! # Invariants
+//!
+//! A lockless update is one compare-and-swap of the whole word from a value
+//! whose lock half reads unlocked, so it never happens while the lock is
+//! held: the count is "atomic with respect to the spinlock". While the lock
+//! is held only the holder changes the count.
+
+use super::ticket::{self, LockWord};
+use super::{get_at_least_locked, get_locked, get_on_dead, put_or_lock_locked, Locked};
+use crate::count::{decremented, incremented};
+use crate::error::PutError;
+use crate::policy::Policy;
+use crate::stats::{Event, Stats};
+use crate::sync::{fence, AtomicU64, Ordering};
+
+/// Where the lock half starts.
+const LOCK_SHIFT: u32 = 32;
+
+/// The count half of a word.
+#[inline(always)]
+const fn count_of(word: u64) -> i32 {
+    word as u32 as i32
+}
+
+/// `word` with its count half replaced.
+#[inline(always)]
+const fn with_count(word: u64, count: i32) -> u64 {
+    (word & !0xffff_ffff) | (count as u32 as u64)
+}
+
+impl LockWord for AtomicU64 {
+    type Int = u64;
+
+    #[inline(always)]
+    fn load(&self, order: Ordering) -> u64 {
+        AtomicU64::load(self, order)
+    }
+
+    #[inline(always)]
+    fn fetch_add(&self, add: u64, order: Ordering) -> u64 {
+        AtomicU64::fetch_add(self, add, order)
+    }
+
+    #[inline(always)]
+    fn compare_exchange(
+        &self,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        AtomicU64::compare_exchange(self, current, new, success, failure)
+    }
+
+    #[inline(always)]
+    fn lock_half(word: u64) -> u32 {
+        (word >> LOCK_SHIFT) as u32
+    }
+
+    #[inline(always)]
+    fn lock_bits(lock: u32) -> u64 {
+        u64::from(lock) << LOCK_SHIFT
+    }
+
+    #[inline(always)]
+    fn wrapping_add(a: u64, b: u64) -> u64 {
+        a.wrapping_add(b)
+    }
+}
+
+/// What the step function decides from the count it reads.
+enum Step {
+    /// Compare-and-swap the count to this value.
+    Set(i32),
+    /// Decided without writing: report the count read.
+    Stop,
+    /// Leave the lockless path; do it under the lock.
+    Lock,
+}
+
+/// How the lockless loop ended.
+enum Outcome {
+    /// The count was swapped to this value.
+    Done(i32),
+    /// The step decided without writing.
+    Stopped,
+    /// The lockless path gave up; why, for `put_return`.
+    Fallback(PutError),
+}
+
+/// A lockref without its data. See the module docs for the word.
+pub(crate) struct RawLockRef {
+    word: AtomicU64,
+    stats: Stats,
+}
+
+impl RawLockRef {
+    /// Unlocked, with `count`.
+    #[inline]
+    pub(crate) fn new(count: i32) -> Self {
+        Self::at_ticket(count, 0)
+    }
+
+    /// Unlocked with `count`, the next ticket to draw being `ticket`: lets
+    /// tests cross the ticket wrap without 65 536 lock cycles.
+    #[inline]
+    pub(crate) fn at_ticket(count: i32, ticket: u16) -> Self {
+        let lock = u32::from(ticket) << 16 | u32::from(ticket);
+        Self {
+            word: AtomicU64::new(with_count(AtomicU64::lock_bits(lock), count)),
+            stats: Stats::default(),
+        }
+    }
+
+    /// The one compare-and-swap loop: reads the word and, while the lock
+    /// half reads unlocked, swaps in the count `step` computes, within the
+    /// policy's attempt budget.
+    #[inline(always)]
+    fn update<P: Policy>(&self, success: Ordering, step: impl Fn(i32) -> Step) -> Outcome {
+        self.stats.record(Event::Op);
+        let mut policy = P::default();
+        let mut attempts: u32 = 0;
+        // Relaxed: only a guess to compute from; the compare-and-swap checks
+        // it, and `success` orders what a successful one needs.
+        let mut old = self.word.load(Ordering::Relaxed);
+        loop {
+            if attempts >= P::MAX_ATTEMPTS {
+                self.stats.record(Event::Fallback);
+                return Outcome::Fallback(PutError::Contended);
+            }
+            if !ticket::is_free(AtomicU64::lock_half(old)) {
+                if !policy.lock_held() {
+                    self.stats.record(Event::Fallback);
+                    return Outcome::Fallback(PutError::Locked);
+                }
+                attempts += 1;
+                // Relaxed: as above.
+                old = self.word.load(Ordering::Relaxed);
+                continue;
+            }
+            let count = count_of(old);
+            let new = match step(count) {
+                Step::Set(new) => new,
+                Step::Stop => {
+                    self.stats.record(Event::Lockless);
+                    return Outcome::Stopped;
+                }
+                Step::Lock => {
+                    self.stats.record(Event::Fallback);
+                    return Outcome::Fallback(PutError::NotPositive);
+                }
+            };
+            // Failure is Relaxed: the value read is only the next guess.
+            match self.word.compare_exchange_weak(
+                old,
+                with_count(old, new),
+                success,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    self.stats.record(Event::Lockless);
+                    return Outcome::Done(new);
+                }
+                Err(actual) => {
+                    self.stats.record(Event::CasFailed);
+                    old = actual;
+                    attempts += 1;
+                    policy.cas_failed();
+                }
+            }
+        }
+    }
+
+    /// A snapshot of the count.
+    #[inline]
+    pub(crate) fn count(&self) -> i32 {
+        // Relaxed: a snapshot, documented as racy.
+        count_of(self.word.load(Ordering::Relaxed))
+    }
+
+    #[inline]
+    pub(crate) fn get<P: Policy>(&self) {
+        // Relaxed: the caller holds a reference, which keeps the object
+        // alive; a new reference derived from it needs no ordering (as
+        // `Arc::clone`).
+        let step = |c| incremented(c).map_or(Step::Stop, Step::Set);
+        match self.update::<P>(Ordering::Relaxed, step) {
+            Outcome::Done(_) => {}
+            Outcome::Stopped => get_on_dead(),
+            Outcome::Fallback(_) => {
+                if !get_locked(self) {
+                    get_on_dead()
+                }
+            }
+        }
+    }
+
+    /// Takes a reference if the count is at least `min`.
+    #[inline]
+    pub(crate) fn get_at_least<P: Policy>(&self, min: i32) -> bool {
+        // Acquire on success: the caller may have found the object without
+        // holding a reference (a lookup) and will read it; this makes the
+        // writes before the last unlock (or the last release of the count)
+        // visible, so a recycled object validates against current fields.
+        let step = |c| match incremented(c) {
+            Some(new) if c >= min => Step::Set(new),
+            _ => Step::Stop,
+        };
+        match self.update::<P>(Ordering::Acquire, step) {
+            Outcome::Done(_) => true,
+            Outcome::Stopped => false,
+            Outcome::Fallback(_) => get_at_least_locked(self, min),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn put_return<P: Policy>(&self) -> Result<u32, PutError> {
+        // Release on success: our uses of the object happen before whoever
+        // sees the count reach zero and frees it (as `Arc::drop`).
+        let step = |c| decremented(c).map_or(Step::Stop, Step::Set);
+        match self.update::<P>(Ordering::Release, step) {
+            Outcome::Done(new) => {
+                if new == 0 {
+                    // Acquire at zero: every other holder's releasing put
+                    // happens before our return, so the caller may free.
+                    fence(Ordering::Acquire);
+                }
+                Ok(new as u32)
+            }
+            Outcome::Stopped => Err(PutError::NotPositive),
+            Outcome::Fallback(why) => Err(why),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn put_or_lock<P: Policy>(&self) -> Option<u16> {
+        // Release on success: as `put_return`. When the lock is taken, its
+        // Acquire orders what follows.
+        let step = |c| match decremented(c) {
+            Some(new) if c > 1 => Step::Set(new),
+            _ => Step::Lock,
+        };
+        match self.update::<P>(Ordering::Release, step) {
+            Outcome::Done(_) => None,
+            Outcome::Stopped | Outcome::Fallback(_) => put_or_lock_locked(self),
+        }
+    }
+
+    /// Takes the lock (counted as an operation).
+    #[inline]
+    pub(crate) fn lock_op(&self) -> u16 {
+        self.stats.record(Event::Op);
+        self.lock_counted()
+    }
+
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<u16> {
+        self.stats.record(Event::Op);
+        let ticket = ticket::try_lock(&self.word);
+        if ticket.is_some() {
+            self.stats.record(Event::Locked);
+        }
+        ticket
+    }
+
+    #[cfg(feature = "stats")]
+    pub(crate) fn stats_ref(&self) -> &Stats {
+        &self.stats
+    }
+}
+
+impl Locked for RawLockRef {
+    #[inline]
+    fn lock(&self) -> u16 {
+        ticket::lock(&self.word)
+    }
+
+    #[inline]
+    fn unlock(&self, ticket: u16) {
+        ticket::unlock(&self.word, ticket);
+    }
+
+    #[inline]
+    fn count_locked(&self) -> i32 {
+        // Relaxed: with the lock held only we change the count.
+        count_of(self.word.load(Ordering::Relaxed))
+    }
+
+    #[inline]
+    fn set_count_locked(&self, old: i32, new: i32) {
+        // Add the exact difference of the count halves: the result's count
+        // half is `new` and any carry or borrow cancels in the lock half
+        // modulo 2^64 (see `ticket::unlock`), while concurrent ticket draws
+        // keep adding to `next`. Relaxed: the releasing unlock publishes it.
+        let delta = u64::from(new as u32).wrapping_sub(u64::from(old as u32));
+        self.word.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+}

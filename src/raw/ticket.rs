@@ -1,0 +1,142 @@
+//! The lock half: a 32-bit ticket spinlock.
+//!
+//! | bits of the lock half | meaning |
+//! |---|---|
+//! | 0..16  | `owner`: the ticket now served |
+//! | 16..32 | `next`: the ticket the next locker draws |
+//!
+//! Unlocked exactly when `owner == next`. Locking draws a ticket with one
+//! `fetch_add` and waits until `owner` reaches it; unlocking advances
+//! `owner`. Waiters are served first come, first served, so a stream of
+//! lockers cannot starve one of them, which a test-and-set lock allows and
+//! the slow paths of a cache (kill, rename, a revalidation under the lock)
+//! would hit. An MCS or queued lock would spin on local lines, but needs a
+//! queue node per waiter and does not fit beside a count in 64 bits. The
+//! known weakness of a ticket lock is a preempted waiter whose turn comes
+//! (everyone behind it waits a time slice): with `std`, waiters yield the
+//! CPU after spinning a while, which bounds that loss when threads outnumber
+//! cores (unit tests do the same). Tickets are 16 bits: at most 65 535 waiters at once.
+//!
+//! The lock half is the *top* half of its word, so the carry out of `next`
+//! when a ticket is drawn at 0xffff falls off the word instead of landing in
+//! another field. Owner's wrap is handled in [`unlock`].
+
+use crate::sync::{spin_loop, Ordering};
+
+/// What is added to the lock half to draw a ticket.
+const TICKET: u32 = 1 << 16;
+
+/// With `std`, spins before a waiter starts yielding its CPU.
+#[cfg(all(any(feature = "std", test), not(loom)))]
+const SPINS_BEFORE_YIELD: u32 = 1 << 10;
+
+/// An atomic word whose top bits hold the lock half.
+pub(crate) trait LockWord {
+    /// The integer the word holds.
+    type Int: Copy;
+    /// The word's `load`.
+    fn load(&self, order: Ordering) -> Self::Int;
+    /// The word's `fetch_add` (wrapping).
+    fn fetch_add(&self, add: Self::Int, order: Ordering) -> Self::Int;
+    /// The word's strong `compare_exchange`.
+    fn compare_exchange(
+        &self,
+        current: Self::Int,
+        new: Self::Int,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<Self::Int, Self::Int>;
+    /// The lock half of a word value.
+    fn lock_half(word: Self::Int) -> u32;
+    /// A lock-half quantity placed where the lock half lives in the word.
+    fn lock_bits(lock: u32) -> Self::Int;
+    /// Wrapping addition on the word's integer.
+    fn wrapping_add(a: Self::Int, b: Self::Int) -> Self::Int;
+}
+
+/// The ticket being served.
+#[inline(always)]
+fn owner(lock: u32) -> u16 {
+    lock as u16
+}
+
+/// The next ticket to be drawn.
+#[inline(always)]
+fn next(lock: u32) -> u16 {
+    (lock >> 16) as u16
+}
+
+/// Whether a lock half reads unlocked.
+#[inline(always)]
+pub(crate) fn is_free(lock: u32) -> bool {
+    owner(lock) == next(lock)
+}
+
+/// Draws a ticket and waits for it. Returns the ticket, which the holder
+/// passes to [`unlock`].
+#[inline]
+pub(crate) fn lock<W: LockWord>(word: &W) -> u16 {
+    // Acquire: when the ticket is served at once, this read is the one that
+    // must see the previous holder's releasing unlock.
+    let old = W::lock_half(word.fetch_add(W::lock_bits(TICKET), Ordering::Acquire));
+    let ticket = next(old);
+    if owner(old) != ticket {
+        wait(word, ticket);
+    }
+    ticket
+}
+
+#[cold]
+#[inline(never)]
+fn wait<W: LockWord>(word: &W, ticket: u16) {
+    #[cfg(all(any(feature = "std", test), not(loom)))]
+    let mut spins: u32 = 0;
+    loop {
+        // Under loom this yields, so the model does not spin forever.
+        spin_loop();
+        // Acquire: the read that sees our turn must see everything the
+        // previous holder wrote before its releasing unlock.
+        if owner(W::lock_half(word.load(Ordering::Acquire))) == ticket {
+            return;
+        }
+        #[cfg(all(any(feature = "std", test), not(loom)))]
+        {
+            if spins < SPINS_BEFORE_YIELD {
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Takes the lock if it is free right now, without waiting.
+#[inline]
+pub(crate) fn try_lock<W: LockWord>(word: &W) -> Option<u16> {
+    // Relaxed: a guess; the compare-exchange below decides and orders.
+    let old = word.load(Ordering::Relaxed);
+    let lock = W::lock_half(old);
+    if !is_free(lock) {
+        return None;
+    }
+    let new = W::wrapping_add(old, W::lock_bits(TICKET));
+    // Acquire on success: as in `lock`. Relaxed on failure: nothing read.
+    word.compare_exchange(old, new, Ordering::Acquire, Ordering::Relaxed)
+        .ok()
+        .map(|_| next(lock))
+}
+
+/// Releases the lock held with `ticket`.
+#[inline]
+pub(crate) fn unlock<W: LockWord>(word: &W, ticket: u16) {
+    // Advance `owner` from `ticket` to `ticket + 1` (mod 2^16) by adding the
+    // exact difference: 1, or 0xffff_0001 at the wrap, where the carry out
+    // of `owner` cancels in `next` and the rest falls off the top of the
+    // word. Only the holder changes `owner`, so the difference is exact;
+    // concurrent ticket draws add to `next`, and additions commute.
+    let delta = u32::from(ticket.wrapping_add(1)).wrapping_sub(u32::from(ticket));
+    // Release: everything written under the lock (protected data, the
+    // count) happens before the next holder's Acquire and before any
+    // lockless operation that reads this value or a later one.
+    word.fetch_add(W::lock_bits(delta), Ordering::Release);
+}

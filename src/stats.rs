@@ -1,0 +1,114 @@
+//! Optional per-object contention statistics (feature `stats`).
+//!
+//! With the feature off, [`Stats`] is a zero-sized type whose `record` is an
+//! empty inline function: no field, no instruction. With it on, every
+//! [`LockRef`](crate::LockRef) carries relaxed counters, read with
+//! [`LockRef::stats`](crate::LockRef::stats). They are for tests and
+//! benchmarks that must know which path ran; the counters are extra atomic
+//! writes, so do not leave the feature on when measuring speed.
+
+/// A point in an operation worth counting.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "stats"), allow(dead_code))]
+pub(crate) enum Event {
+    /// A public operation on the object began (get, get_not_zero,
+    /// get_not_dead, put_return, put_or_lock, lock, try_lock).
+    Op,
+    /// The lockless path finished the operation (a compare-and-swap
+    /// succeeded, or the operation was decided from one read without any
+    /// write: a refusal, or a saturated count).
+    #[cfg_attr(
+        any(lockref_lock_only, not(target_has_atomic = "64")),
+        allow(dead_code)
+    )]
+    Lockless,
+    /// A compare-and-swap failed.
+    #[cfg_attr(
+        any(lockref_lock_only, not(target_has_atomic = "64")),
+        allow(dead_code)
+    )]
+    CasFailed,
+    /// The lockless path gave up (lock held or attempts exhausted) and the
+    /// operation was done under the lock, or failed for `put_return`.
+    Fallback,
+    /// The lock was acquired (explicitly or by a fallback).
+    Locked,
+}
+
+/// A copy of an object's counters at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// Public operations begun on the object.
+    pub operations: usize,
+    /// Operations the lockless path completed.
+    pub lockless: usize,
+    /// Failed compare-and-swaps.
+    pub cas_failures: usize,
+    /// Operations whose lockless path gave up.
+    pub fallbacks: usize,
+    /// Lock acquisitions, explicit or by a fallback.
+    pub lock_acquisitions: usize,
+}
+
+cfg_if::cfg_if! {
+    if #[cfg(feature = "stats")] {
+        use crate::sync::{StatCounter, StatOrdering};
+
+        #[derive(Default)]
+        pub(crate) struct Stats {
+            operations: StatCounter,
+            lockless: StatCounter,
+            cas_failures: StatCounter,
+            fallbacks: StatCounter,
+            lock_acquisitions: StatCounter,
+        }
+
+        impl Stats {
+            #[inline(always)]
+            pub(crate) fn record(&self, event: Event) {
+                let counter = match event {
+                    Event::Op => &self.operations,
+                    Event::Lockless => &self.lockless,
+                    Event::CasFailed => &self.cas_failures,
+                    Event::Fallback => &self.fallbacks,
+                    Event::Locked => &self.lock_acquisitions,
+                };
+                // Relaxed: a counter orders nothing; readers want totals.
+                counter.fetch_add(1, StatOrdering::Relaxed);
+            }
+
+            pub(crate) fn snapshot(&self) -> StatsSnapshot {
+                // Relaxed: see `record`; a snapshot taken while others run
+                // is approximate by nature.
+                let read = |c: &StatCounter| c.load(StatOrdering::Relaxed);
+                StatsSnapshot {
+                    operations: read(&self.operations),
+                    lockless: read(&self.lockless),
+                    cas_failures: read(&self.cas_failures),
+                    fallbacks: read(&self.fallbacks),
+                    lock_acquisitions: read(&self.lock_acquisitions),
+                }
+            }
+
+            pub(crate) fn reset(&self) {
+                for c in [
+                    &self.operations,
+                    &self.lockless,
+                    &self.cas_failures,
+                    &self.fallbacks,
+                    &self.lock_acquisitions,
+                ] {
+                    c.store(0, StatOrdering::Relaxed);
+                }
+            }
+        }
+    } else {
+        #[derive(Default)]
+        pub(crate) struct Stats;
+
+        impl Stats {
+            #[inline(always)]
+            pub(crate) fn record(&self, _event: Event) {}
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! The one place that names atomics, `UnsafeCell` and spin hints.
+//!
+//! Under `cfg(loom)` everything comes from loom so that the models in
+//! `loom-tests/` explore every interleaving of the real code; otherwise it
+//! comes from `core`. The `UnsafeCell` wrapper offers the loom shape
+//! (`get_mut` handing out a tracked pointer, `with_mut`) in both worlds, as
+//! tokio's and sharded-slab's shims do.
+
+cfg_if::cfg_if! {
+    if #[cfg(loom)] {
+        pub(crate) use loom::cell::{MutPtr, UnsafeCell};
+        pub(crate) use loom::hint::spin_loop;
+        #[allow(unused_imports)]
+        pub(crate) use loom::sync::atomic::{fence, AtomicI32, AtomicU32, Ordering};
+        #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+        pub(crate) use loom::sync::atomic::AtomicU64;
+    } else {
+        pub(crate) use core::hint::spin_loop;
+        #[allow(unused_imports)]
+        pub(crate) use core::sync::atomic::{fence, AtomicI32, AtomicU32, Ordering};
+        #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+        pub(crate) use core::sync::atomic::AtomicU64;
+
+        /// `core::cell::UnsafeCell` with loom's interface.
+        #[repr(transparent)]
+        pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+
+        impl<T> UnsafeCell<T> {
+            #[inline(always)]
+            pub(crate) const fn new(data: T) -> Self {
+                Self(core::cell::UnsafeCell::new(data))
+            }
+
+            #[inline(always)]
+            pub(crate) fn into_inner(self) -> T {
+                self.0.into_inner()
+            }
+
+            /// A pointer for exclusive access; loom tracks its lifetime.
+            #[inline(always)]
+            pub(crate) fn get_mut(&self) -> MutPtr<T> {
+                MutPtr(self.0.get())
+            }
+
+            #[inline(always)]
+            pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+                f(self.0.get())
+            }
+        }
+
+        /// A raw pointer standing in for loom's tracked `MutPtr`.
+        pub(crate) struct MutPtr<T>(*mut T);
+
+        impl<T> MutPtr<T> {
+            /// # Safety
+            ///
+            /// The caller must have exclusive access to the cell for as
+            /// long as the returned reference is used.
+            #[inline(always)]
+            #[allow(clippy::mut_from_ref)]
+            pub(crate) unsafe fn deref(&self) -> &mut T {
+                // SAFETY: the caller guarantees exclusive access (see above);
+                // the pointer came from a live `UnsafeCell`.
+                unsafe { &mut *self.0 }
+            }
+        }
+    }
+}
+
+/// Counters for the optional statistics. These are never modelled by loom:
+/// they take no part in synchronization, only in accounting, and loom would
+/// multiply the state space for nothing.
+#[cfg(feature = "stats")]
+pub(crate) use core::sync::atomic::{AtomicUsize as StatCounter, Ordering as StatOrdering};
