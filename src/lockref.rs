@@ -144,9 +144,11 @@ impl<T, P: Policy> LockRef<T, P> {
         Ok(Self::from_raw(RawLockRef::new(count), data))
     }
 
-    /// A lockref whose next lock ticket is `ticket` (tests of the wrap).
-    #[cfg(test)]
-    pub(crate) fn at_ticket(data: T, count: i32, ticket: u16) -> Self {
+    /// A lockref whose next lock ticket is `ticket`, for tests and loom
+    /// models of the 16-bit ticket wrap. Not part of the API.
+    #[cfg(any(test, loom))]
+    #[doc(hidden)]
+    pub fn at_ticket(data: T, count: i32, ticket: u16) -> Self {
         Self::from_raw(RawLockRef::at_ticket(count, ticket), data)
     }
 

@@ -446,14 +446,10 @@ mod stats {
         let s = r.stats();
         assert_eq!(s.operations, 5);
         if LOCKLESS {
-            assert_eq!(
-                s,
-                StatsSnapshot {
-                    operations: 5,
-                    lockless: 5,
-                    ..StatsSnapshot::default()
-                }
-            );
+            // No fallback and no lock. (Compare-and-swap failures are
+            // possible even alone: the loop uses a weak compare-and-swap,
+            // which may fail spuriously on LL/SC machines and under Miri.)
+            assert_eq!((s.lockless, s.fallbacks, s.lock_acquisitions), (5, 0, 0));
         } else {
             assert_eq!(s.lock_acquisitions, 4);
             assert_eq!(s.fallbacks, 5);

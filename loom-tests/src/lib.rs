@@ -1,1 +1,59 @@
-//! Loom models live in `tests/`; this library is empty.
+//! Loom models of lockref's concurrent invariants. The models are in
+//! `tests/`, one per race, and compile only under `--cfg loom`:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test -p lockref-loom-tests --release
+//! ```
+//!
+//! This library holds what the models share.
+
+#[cfg(loom)]
+pub use model::*;
+
+#[cfg(loom)]
+mod model {
+    use lockref::policy::Policy;
+
+    /// The preemption bound used when `LOOM_MAX_PREEMPTIONS` is not set.
+    pub const DEFAULT_PREEMPTIONS: usize = 3;
+
+    /// Runs `f` under loom with a preemption bound (`LOOM_MAX_PREEMPTIONS`,
+    /// else [`DEFAULT_PREEMPTIONS`]), so every model finishes in CI.
+    pub fn model<F>(f: F)
+    where
+        F: Fn() + Sync + Send + 'static,
+    {
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(DEFAULT_PREEMPTIONS);
+        }
+        builder.check(f);
+    }
+
+    /// The kernel's policy with a budget of one attempt, so that loom
+    /// reaches the locked fallback after a single failed compare-and-swap.
+    #[derive(Default)]
+    pub struct OneAttempt;
+
+    impl Policy for OneAttempt {
+        const MAX_ATTEMPTS: u32 = 1;
+        fn cas_failed(&mut self) {}
+        fn lock_held(&mut self) -> bool {
+            false
+        }
+    }
+
+    /// Seed 003's wait-while-locked, with a budget of two attempts.
+    #[derive(Default)]
+    pub struct WaitTwice;
+
+    impl Policy for WaitTwice {
+        const MAX_ATTEMPTS: u32 = 2;
+        fn cas_failed(&mut self) {}
+        fn lock_held(&mut self) -> bool {
+            loom::thread::yield_now();
+            true
+        }
+    }
+}

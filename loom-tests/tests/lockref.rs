@@ -1,0 +1,295 @@
+//! Loom models of `LockRef`, one per race. Run with `--cfg loom`.
+#![cfg(loom)]
+
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+
+use lockref::policy::{ExpBackoff, KernelRetry, Policy};
+use lockref::{LockRef, PutOrLock, DEAD, SATURATED};
+use lockref_loom_tests::{model, OneAttempt, WaitTwice};
+use loom::sync::Arc;
+use loom::thread;
+
+/// Drops a reference as `dput`'s fast path does: lockless, else under the
+/// lock.
+fn put<T, P: Policy>(r: &LockRef<T, P>) {
+    if r.put_return().is_err() {
+        r.lock().decrement().expect("a held reference to drop");
+    }
+}
+
+fn get_put_keep_count_exact<P: Policy + 'static>() {
+    model(|| {
+        let r = Arc::new(LockRef::<(), P>::with_policy(()));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let r = r.clone();
+                thread::spawn(move || {
+                    r.get();
+                    put(&r);
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(r.count(), 1);
+    });
+}
+
+/// Two threads get and put concurrently: the count ends exact.
+#[test]
+fn concurrent_get_put_keep_count_exact() {
+    get_put_keep_count_exact::<KernelRetry>();
+}
+
+#[test]
+fn concurrent_get_put_keep_count_exact_exp_backoff() {
+    get_put_keep_count_exact::<ExpBackoff>();
+}
+
+#[test]
+fn concurrent_get_put_keep_count_exact_wait_unlock() {
+    get_put_keep_count_exact::<WaitTwice>();
+}
+
+/// The last holder's put_or_lock races a lookup's get_not_dead at count 1.
+/// Either the put saw the last reference, locked, dropped it and killed the
+/// object, and any reference the lookup took was dropped before that; or
+/// the lookup's reference came first and the put only decremented. A
+/// reference the lookup holds never sees a killed object, and the put
+/// never leaves the object unkilled without the lookup holding it.
+#[test]
+fn put_or_lock_races_get_at_count_one() {
+    model(|| {
+        let r = Arc::new(LockRef::<bool>::new(false)); // data: killed
+        let lookup = {
+            let r = r.clone();
+            thread::spawn(move || {
+                if r.get_not_dead() {
+                    // A live reference: the object was not killed.
+                    assert!(!*r.lock());
+                    put(&r);
+                    true
+                } else {
+                    false
+                }
+            })
+        };
+        let killed = match r.put_or_lock() {
+            PutOrLock::Put => false,
+            PutOrLock::Locked(mut g) => {
+                assert_eq!(g.count(), 1);
+                assert_eq!(g.decrement(), Ok(0));
+                g.mark_dead();
+                *g = true;
+                true
+            }
+        };
+        let found = lookup.join().unwrap();
+        assert!(
+            found || killed,
+            "the object is neither referenced nor killed"
+        );
+        assert_eq!(r.count(), if killed { DEAD } else { 0 });
+    });
+}
+
+/// A killer marks a count-0 object dead under the lock only if nobody took
+/// a reference; a lookup's get_not_dead races it. No reference is granted
+/// after death, and none is lost before it.
+#[test]
+fn mark_dead_under_lock_vs_get_not_dead() {
+    model(|| {
+        let r = Arc::new(LockRef::with_count((), 0).unwrap());
+        let lookup = {
+            let r = r.clone();
+            thread::spawn(move || r.get_not_dead())
+        };
+        let killed = {
+            let mut g = r.lock();
+            if g.count() == 0 {
+                g.mark_dead();
+                true
+            } else {
+                false
+            }
+        };
+        let found = lookup.join().unwrap();
+        assert_ne!(found, killed);
+        assert_eq!(r.count(), if found { 1 } else { DEAD });
+    });
+}
+
+/// Lockless gets and puts race a guard that reads and writes the data and
+/// the count: no lost update to either, and the count never changes
+/// lock-free while the guard holds the lock.
+#[test]
+fn lockless_updates_vs_guard() {
+    model(|| {
+        let r = Arc::new(LockRef::new(0_u32));
+        let other = {
+            let r = r.clone();
+            thread::spawn(move || {
+                r.get();
+                put(&r);
+            })
+        };
+        {
+            let mut g = r.lock();
+            let before = g.count();
+            *g += 1;
+            thread::yield_now();
+            assert_eq!(g.count(), before, "count changed under the lock");
+            g.increment().unwrap();
+        }
+        other.join().unwrap();
+        let g = r.lock();
+        assert_eq!(*g, 1);
+        assert_eq!(g.count(), 2);
+    });
+}
+
+/// With a one-attempt budget, a failed compare-and-swap sends the operation
+/// to the locked fallback; counts stay exact, and loom did reach the
+/// fallback in some execution.
+#[test]
+fn locked_fallback_after_retries_run_out() {
+    static FELL_BACK: AtomicBool = AtomicBool::new(false);
+    model(|| {
+        let r = Arc::new(LockRef::<(), OneAttempt>::with_policy(()));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let r = r.clone();
+                thread::spawn(move || r.get())
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(r.count(), 3);
+        let stats = r.stats();
+        assert_eq!(stats.operations, 2);
+        assert_eq!(stats.lockless + stats.fallbacks, 2);
+        if stats.fallbacks > 0 {
+            assert_eq!(stats.cas_failures, stats.fallbacks);
+            FELL_BACK.store(true, SeqCst);
+        }
+    });
+    assert!(FELL_BACK.load(SeqCst), "no execution reached the fallback");
+}
+
+/// Seed 003's policy waits on a held lock, but within its budget: the
+/// operation still completes (under the lock) while a holder keeps it.
+#[test]
+fn wait_unlock_policy_keeps_forward_progress() {
+    model(|| {
+        let r = Arc::new(LockRef::<u32, WaitTwice>::with_policy(0));
+        let holder = {
+            let r = r.clone();
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    *r.lock() += 1;
+                }
+            })
+        };
+        r.get();
+        holder.join().unwrap();
+        assert_eq!(r.count(), 2);
+        assert_eq!(*r.lock(), 2);
+    });
+}
+
+/// Concurrent gets near the top saturate and stay; a put never brings a
+/// saturated count back down.
+#[test]
+fn saturation_under_concurrent_gets() {
+    model(|| {
+        let r = Arc::new(LockRef::with_count((), SATURATED - 1).unwrap());
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let r = r.clone();
+                thread::spawn(move || {
+                    r.get();
+                    assert_eq!(r.put_return(), Ok(SATURATED as u32));
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(r.count(), SATURATED);
+    });
+}
+
+/// The ticket lock excludes: two lockers crossing the 16-bit ticket wrap
+/// both update the data (loom's cell tracking would flag overlap).
+#[test]
+fn ticket_lock_mutual_exclusion_across_wrap() {
+    model(|| {
+        let r = Arc::new(LockRef::<u32>::at_ticket(0, 1, 0xffff));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let r = r.clone();
+                thread::spawn(move || {
+                    let mut g = r.lock();
+                    let v = *g;
+                    thread::yield_now();
+                    *g = v + 1;
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(*r.lock(), 2);
+        assert_eq!(r.count(), 1);
+    });
+}
+
+/// Two holders use the object, then drop their references lock-free; the
+/// one whose put returns zero reads what both wrote (as `Arc::drop` before
+/// freeing). Loom flags the read if a put's Release or the Acquire at zero
+/// were missing.
+#[test]
+fn last_put_sees_every_holders_writes() {
+    use loom::cell::UnsafeCell;
+
+    struct Obj {
+        r: LockRef<()>,
+        slots: [UnsafeCell<u32>; 2],
+    }
+    // SAFETY: each slot is written by one thread while it holds a
+    // reference, and read only by the thread that dropped the last one.
+    unsafe impl Sync for Obj {}
+
+    model(|| {
+        let obj = Arc::new(Obj {
+            r: LockRef::with_count((), 2).unwrap(),
+            slots: [UnsafeCell::new(0), UnsafeCell::new(0)],
+        });
+        let handles: Vec<_> = (0..2)
+            .map(|i| {
+                let obj = obj.clone();
+                thread::spawn(move || {
+                    // SAFETY: slot `i` is ours while we hold the reference.
+                    obj.slots[i].with_mut(|p| unsafe { *p = i as u32 + 1 });
+                    let left = loop {
+                        if let Ok(n) = obj.r.put_return() {
+                            break n;
+                        }
+                    };
+                    if left == 0 {
+                        // SAFETY: the last reference is gone; nobody else
+                        // touches the slots any more.
+                        let sum: u32 = obj.slots.iter().map(|s| s.with(|p| unsafe { *p })).sum();
+                        assert_eq!(sum, 3);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(obj.r.count(), 0);
+    });
+}
