@@ -64,6 +64,10 @@ cfg_if::cfg_if! {
         }
 
         impl Stats {
+            pub(crate) fn new() -> Self {
+                Self::default()
+            }
+
             #[inline(always)]
             pub(crate) fn record(&self, event: Event) {
                 let counter = match event {
@@ -103,10 +107,14 @@ cfg_if::cfg_if! {
             }
         }
     } else {
-        #[derive(Default)]
         pub(crate) struct Stats;
 
         impl Stats {
+            #[inline(always)]
+            pub(crate) fn new() -> Self {
+                Stats
+            }
+
             #[inline(always)]
             pub(crate) fn record(&self, _event: Event) {}
         }

@@ -129,7 +129,7 @@ impl RawLockRef {
         let lock = u32::from(ticket) << 16 | u32::from(ticket);
         Self {
             word: AtomicU64::new(with_count(AtomicU64::lock_bits(lock), count)),
-            stats: Stats::default(),
+            stats: Stats::new(),
         }
     }
 

@@ -77,7 +77,7 @@ impl RawLockRef {
         Self {
             lock: AtomicU32::new(u32::from(ticket) << 16 | u32::from(ticket)),
             count: AtomicI32::new(count),
-            stats: Stats::default(),
+            stats: Stats::new(),
         }
     }
 
