@@ -13,10 +13,25 @@
 
 /// The count a dead object holds after `mark_dead` (the kernel's `-128`).
 /// Any negative count means dead.
+///
+/// ```
+/// let r = lockref::LockRef::with_count((), 0).unwrap();
+/// r.lock().mark_dead();
+/// assert_eq!(r.count(), lockref::DEAD);
+/// ```
 pub const DEAD: i32 = -128;
 
 /// The saturated count. A count that reaches it never changes again: gets
 /// succeed and puts return it, so the object is never freed (leaked).
+///
+/// ```
+/// use lockref::{LockRef, PutOrLock, SATURATED};
+///
+/// let r = LockRef::with_count((), SATURATED).unwrap();
+/// r.get();
+/// assert!(matches!(r.put_or_lock(), PutOrLock::Put));
+/// assert_eq!(r.count(), SATURATED);
+/// ```
 pub const SATURATED: i32 = i32::MAX;
 
 /// The count after taking one reference, or `None` when the object is dead.

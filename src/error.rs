@@ -5,6 +5,16 @@ use core::fmt;
 /// Why a count change made under the lock (through a
 /// [`LockRefGuard`](crate::LockRefGuard)) or at construction was refused.
 /// The count is unchanged.
+///
+/// ```
+/// use lockref::{CountError, LockRef};
+///
+/// let r = LockRef::with_count((), 0).unwrap();
+/// let mut g = r.lock();
+/// assert_eq!(g.decrement(), Err(CountError::Underflow));
+/// assert_eq!(g.count(), 0);
+/// assert_eq!(CountError::Underflow.to_string(), "lockref count would go below zero");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CountError {
@@ -36,6 +46,15 @@ impl core::error::Error for CountError {}
 /// reference. It never takes the lock, so on any of these the caller does
 /// the work under the lock itself (as the kernel's `dput` does). The count
 /// is unchanged.
+///
+/// ```
+/// use lockref::{LockRef, PutError};
+///
+/// let r = LockRef::with_count((), 0).unwrap();
+/// let expected = if lockref::LOCKLESS { PutError::NotPositive } else { PutError::Unsupported };
+/// assert_eq!(r.put_return(), Err(expected));
+/// assert_eq!(r.count(), 0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum PutError {

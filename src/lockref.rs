@@ -421,6 +421,17 @@ impl<T: fmt::Debug, P: Policy> fmt::Debug for LockRef<T, P> {
 }
 
 /// What [`LockRef::put_or_lock`] did.
+///
+/// ```
+/// use lockref::{LockRef, PutOrLock};
+///
+/// let r = LockRef::new(());
+/// if let PutOrLock::Locked(mut last) = r.put_or_lock() {
+///     last.decrement().unwrap();
+///     last.mark_dead();
+/// }
+/// assert!(r.is_dead());
+/// ```
 #[must_use = "a Locked guard holds the lock until it is dropped"]
 pub enum PutOrLock<'a, T, P: Policy = DefaultPolicy> {
     /// A reference was dropped; the count stayed at one or more.

@@ -24,6 +24,24 @@
 /// How the lockless loop waits between attempts. The implementing type is
 /// also the per-operation state: each operation starts from
 /// `Default::default()`.
+///
+/// ```
+/// use lockref::{policy::Policy, LockRef};
+///
+/// /// Never tries lock-free: every operation takes the lock.
+/// #[derive(Default)]
+/// struct AlwaysLock;
+///
+/// impl Policy for AlwaysLock {
+///     const MAX_ATTEMPTS: u32 = 0;
+///     fn cas_failed(&mut self) {}
+///     fn lock_held(&mut self) -> bool { false }
+/// }
+///
+/// let r = LockRef::<_, AlwaysLock>::with_policy(());
+/// r.get(); // done under the lock
+/// assert_eq!(r.count(), 2);
+/// ```
 pub trait Policy: Default {
     /// Attempts (failed compare-and-swaps plus waits on a held lock) before
     /// the operation falls back to the lock. Zero means always lock.
@@ -42,6 +60,12 @@ pub trait Policy: Default {
 /// compare-and-swap (no `cpu_relax()`: on x86 even a failing `cmpxchg`
 /// takes the line exclusive, so a pause only loses it), up to 100 times, and
 /// fall back as soon as the lock is seen held.
+///
+/// ```
+/// let r = lockref::LockRef::<_, lockref::policy::KernelRetry>::with_policy(());
+/// r.get();
+/// assert_eq!(r.count(), 2);
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KernelRetry;
 
@@ -63,6 +87,12 @@ impl Policy for KernelRetry {
 /// takes the lock. Failed compare-and-swaps retry at once. The kernel
 /// measured large regressions from this on big machines (see the module
 /// docs); it is here to be measured, not recommended.
+///
+/// ```
+/// let r = lockref::LockRef::<_, lockref::policy::WaitUnlock>::with_policy(());
+/// r.get();
+/// assert_eq!(r.count(), 2);
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WaitUnlock;
 
@@ -84,6 +114,12 @@ impl Policy for WaitUnlock {
 /// 100 attempts, and an immediate fallback when the lock is seen held. Fewer
 /// threads retry at once, so fewer compare-and-swaps fail; the price is
 /// latency after a failure.
+///
+/// ```
+/// let r = lockref::LockRef::<_, lockref::policy::ExpBackoff>::with_policy(());
+/// r.get();
+/// assert_eq!(r.count(), 2);
+/// ```
 #[derive(Debug, Default)]
 pub struct ExpBackoff(crossbeam_utils::Backoff);
 
@@ -105,4 +141,9 @@ impl Policy for ExpBackoff {
 ///
 /// For now the kernel's own loop, [`KernelRetry`]; the benchmarks
 /// (`benches/`) will choose it from measurements.
+///
+/// ```
+/// let r: lockref::LockRef<u8, lockref::policy::DefaultPolicy> = lockref::LockRef::new(0);
+/// assert_eq!(r.count(), 1);
+/// ```
 pub type DefaultPolicy = KernelRetry;

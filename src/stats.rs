@@ -35,7 +35,17 @@ pub(crate) enum Event {
     Locked,
 }
 
-/// A copy of an object's counters at one moment.
+/// A copy of an object's counters at one moment ([`LockRef::stats`](crate::LockRef::stats),
+/// feature `stats`).
+///
+/// ```
+/// # #[cfg(feature = "stats")] {
+/// let r = lockref::LockRef::new(());
+/// drop(r.lock());
+/// let s = r.stats();
+/// assert_eq!((s.operations, s.lock_acquisitions), (1, 1));
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StatsSnapshot {
     /// Public operations begun on the object.

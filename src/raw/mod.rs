@@ -21,11 +21,20 @@ cfg_if::cfg_if! {
         mod cas;
         pub(crate) use cas::RawLockRef;
         /// Whether this build has the lockless compare-and-swap paths.
+        ///
+        /// ```
+        /// # #[cfg(all(target_arch = "x86_64", not(lockref_lock_only)))]
+        /// assert!(lockref::LOCKLESS);
+        /// ```
         pub const LOCKLESS: bool = true;
     } else {
         mod lock_only;
         pub(crate) use lock_only::RawLockRef;
         /// Whether this build has the lockless compare-and-swap paths.
+        ///
+        /// ```
+        /// assert!(!lockref::LOCKLESS);
+        /// ```
         pub const LOCKLESS: bool = false;
     }
 }
