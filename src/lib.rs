@@ -75,6 +75,7 @@
 //! |---|---|
 //! | `std` | lock waiters yield the CPU after spinning a while (threads outnumbering cores) |
 //! | `stats` | per-object counters of operations and the paths they took ([`LockRef::stats`]) |
+//! | `dcache` | the dentry cache built on `LockRef` ([`dcache`]); implies `std` |
 //!
 //! The crate is `#![no_std]` and has no default features.
 
@@ -85,6 +86,8 @@
 extern crate std;
 
 mod count;
+#[cfg(feature = "dcache")]
+pub mod dcache;
 mod error;
 mod lockref;
 pub mod policy;

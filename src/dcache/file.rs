@@ -1,0 +1,448 @@
+//! Files: allocated unopened (a one-shot token), then opened or released.
+
+use core::fmt;
+use core::ptr::NonNull;
+use std::boxed::Box;
+
+use super::inode::InodeKind;
+use super::{task_work, Dcache, Errno, PathRef};
+use crate::sync::{fence, AtomicUsize, Ordering};
+
+/// `open(2)` flags: the access mode and the flags this cache implements.
+///
+/// ```
+/// use lockref::dcache::OpenFlags;
+///
+/// let f = OpenFlags::WRONLY.creat().excl();
+/// assert_eq!(f.bits(), 0o301);
+/// assert_eq!(OpenFlags::from_bits(0o301), Ok(f));
+/// assert!(OpenFlags::from_bits(0o4000000).is_err()); // unknown flag
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenFlags(u32);
+
+impl OpenFlags {
+    /// `O_RDONLY`.
+    pub const RDONLY: OpenFlags = OpenFlags(0);
+    /// `O_WRONLY`.
+    pub const WRONLY: OpenFlags = OpenFlags(0o1);
+    /// `O_RDWR`.
+    pub const RDWR: OpenFlags = OpenFlags(0o2);
+    const ACCMODE: u32 = 0o3;
+    const CREAT: u32 = 0o100;
+    const EXCL: u32 = 0o200;
+    const DIRECTORY: u32 = 0o200000;
+    const KNOWN: u32 = Self::ACCMODE | Self::CREAT | Self::EXCL | Self::DIRECTORY;
+
+    /// Parses Linux `open(2)` flag bits.
+    ///
+    /// # Errors
+    ///
+    /// [`Errno::Inval`] for bits this cache does not implement, access mode
+    /// 3, or `O_CREAT | O_DIRECTORY` (as Linux since 6.4).
+    pub const fn from_bits(bits: u32) -> Result<OpenFlags, Errno> {
+        if bits & !Self::KNOWN != 0
+            || bits & Self::ACCMODE == Self::ACCMODE
+            || (bits & Self::CREAT != 0 && bits & Self::DIRECTORY != 0)
+        {
+            return Err(Errno::Inval);
+        }
+        Ok(OpenFlags(bits))
+    }
+
+    /// The Linux flag bits.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// With `O_CREAT`: create the file if it does not exist.
+    #[must_use]
+    pub const fn creat(self) -> OpenFlags {
+        OpenFlags(self.0 | Self::CREAT)
+    }
+
+    /// With `O_EXCL`: with `O_CREAT`, fail with `EEXIST` if it exists.
+    #[must_use]
+    pub const fn excl(self) -> OpenFlags {
+        OpenFlags(self.0 | Self::EXCL)
+    }
+
+    /// With `O_DIRECTORY`: fail with `ENOTDIR` unless a directory.
+    #[must_use]
+    pub const fn directory(self) -> OpenFlags {
+        OpenFlags(self.0 | Self::DIRECTORY)
+    }
+
+    /// Whether `O_CREAT` is set.
+    pub const fn is_creat(self) -> bool {
+        self.0 & Self::CREAT != 0
+    }
+
+    /// Whether `O_EXCL` is set.
+    pub const fn is_excl(self) -> bool {
+        self.0 & Self::EXCL != 0
+    }
+
+    /// Whether `O_DIRECTORY` is set.
+    pub const fn is_directory(self) -> bool {
+        self.0 & Self::DIRECTORY != 0
+    }
+
+    /// Whether the access mode allows writing.
+    pub const fn is_write(self) -> bool {
+        self.0 & Self::ACCMODE != 0
+    }
+}
+
+/// A file object (`struct file`): a count of references (`f_count`) and,
+/// once opened, the path it was opened at.
+pub(crate) struct File<'c> {
+    count: AtomicUsize,
+    cache: &'c Dcache,
+    flags: OpenFlags,
+    /// `Some` once opened (`FMODE_OPENED`); the references it holds.
+    path: Option<PathRef<'c>>,
+}
+
+impl<'c> File<'c> {
+    /// `get_file`: one more reference.
+    fn get(&self) {
+        // Relaxed: the caller's reference keeps the file alive (as
+        // `Arc::clone`).
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A file object that was allocated but never opened (`alloc_empty_file`):
+/// a one-shot token. It becomes a [`FileRef`] by opening it, or is freed
+/// by [`release`](Self::release) (or by dropping it) at once: a
+/// compare-and-swap of its count from 1 to 0 as the safety belt, then the
+/// free, with no deferred work (seed 001). Neither can happen twice (both
+/// consume the token), and an unopened file never reaches the deferred
+/// release: only an opened file's last [`FileRef`] does.
+///
+/// Released twice does not compile:
+///
+/// ```compile_fail
+/// let cache = lockref::dcache::Dcache::new(Default::default());
+/// let file = cache.alloc_file(lockref::dcache::OpenFlags::RDONLY);
+/// file.release().unwrap();
+/// file.release().unwrap(); // error: use of moved value
+/// ```
+#[must_use = "dropping an unopened file releases it; call open or release"]
+pub struct EmptyFile<'c> {
+    file: NonNull<File<'c>>,
+}
+
+// SAFETY: the token owns the file object (count 1, ours), which holds only
+// thread-safe state.
+unsafe impl Send for EmptyFile<'_> {}
+
+/// [`EmptyFile::release`] found another reference to the unopened file
+/// (someone called [`EmptyFile::get_file`] and kept it). Nothing was
+/// freed: the file goes when its last reference is dropped, still without
+/// deferred work. The kernel only warns here and frees anyway.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StrayReference {
+    /// The count the safety belt found (more than one).
+    pub count: usize,
+}
+
+impl fmt::Display for StrayReference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unopened file has {} references; expected 1", self.count)
+    }
+}
+
+impl std::error::Error for StrayReference {}
+
+impl Dcache {
+    /// `alloc_empty_file`: a file object to open.
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// let file = cache.alloc_file(lockref::dcache::OpenFlags::RDONLY);
+    /// assert_eq!(cache.live_files(), 1);
+    /// file.release().unwrap();
+    /// assert_eq!(cache.live_files(), 0);
+    /// ```
+    pub fn alloc_file(&self, flags: OpenFlags) -> EmptyFile<'_> {
+        self.files.add(1);
+        let file = Box::new(File {
+            count: AtomicUsize::new(1),
+            cache: self,
+            flags,
+            path: None,
+        });
+        EmptyFile {
+            file: NonNull::from(Box::leak(file)),
+        }
+    }
+}
+
+impl<'c> EmptyFile<'c> {
+    fn file(&self) -> &File<'c> {
+        // SAFETY: the token holds a reference, so the file is alive.
+        unsafe { self.file.as_ref() }
+    }
+
+    /// The access checks of `may_open` and `do_dentry_open` that can fail
+    /// before any reference moves.
+    fn may_open(&self, path: &PathRef<'c>) -> Result<(), Errno> {
+        let flags = self.file().flags;
+        match path.dentry().kind() {
+            None => Err(Errno::NoEnt),
+            Some(InodeKind::Dir) if flags.is_write() => Err(Errno::IsDir),
+            Some(kind) if flags.is_directory() && kind != InodeKind::Dir => Err(Errno::NotDir),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Opens the file at `path`, *consuming* the path: its references
+    /// become the file's and no count moves (`vfs_open_consume`, seed
+    /// 000). On failure the path's references are dropped and the token is
+    /// handed back to be released.
+    ///
+    /// # Errors
+    ///
+    /// `ENOENT` (negative dentry), `EISDIR` (a directory opened for
+    /// writing), `ENOTDIR` (`O_DIRECTORY` on a non-directory).
+    ///
+    /// ```
+    /// use lockref::dcache::{Dcache, OpenFlags};
+    ///
+    /// let cache = Dcache::new(Default::default());
+    /// let file = cache.alloc_file(OpenFlags::RDONLY).open_consume(cache.root()).unwrap();
+    /// assert_eq!(file.path().name(), b"/");
+    /// ```
+    #[allow(clippy::result_large_err)]
+    pub fn open_consume(self, path: PathRef<'c>) -> Result<FileRef<'c>, (Errno, EmptyFile<'c>)> {
+        if let Err(e) = self.may_open(&path) {
+            return Err((e, self));
+        }
+        Ok(self.install(path))
+    }
+
+    /// Opens the file at a path the caller keeps: the file takes its own
+    /// references (`vfs_open`'s `path_get`).
+    ///
+    /// # Errors
+    ///
+    /// As [`open_consume`](Self::open_consume); the caller's path is
+    /// untouched.
+    ///
+    /// ```
+    /// use lockref::dcache::{Dcache, OpenFlags};
+    ///
+    /// let cache = Dcache::new(Default::default());
+    /// let root = cache.root();
+    /// let file = cache.alloc_file(OpenFlags::RDONLY).open(&root).unwrap();
+    /// assert_eq!(root.dentry().count(), 3); // the cache's, ours, the file's
+    /// ```
+    #[allow(clippy::result_large_err)]
+    pub fn open(self, path: &PathRef<'c>) -> Result<FileRef<'c>, (Errno, EmptyFile<'c>)> {
+        if let Err(e) = self.may_open(path) {
+            return Err((e, self));
+        }
+        Ok(self.install(path.clone()))
+    }
+
+    /// Stores the path and turns the token into an open file's reference.
+    fn install(self, path: PathRef<'c>) -> FileRef<'c> {
+        let ptr = self.file;
+        core::mem::forget(self);
+        // SAFETY: the token was the only handle: nobody else reads `path`
+        // until the file is published by the returned reference.
+        unsafe { (*ptr.as_ptr()).path = Some(path) };
+        FileRef { file: ptr }
+    }
+
+    /// Takes a reference to the unopened file (`get_file`). Nothing in this
+    /// crate does; it exists so that the safety belt of
+    /// [`release`](Self::release) has something to catch.
+    pub fn get_file(&self) -> FileRef<'c> {
+        self.file().get();
+        FileRef { file: self.file }
+    }
+
+    /// Frees the never-opened file now (`release_empty_file`): the count
+    /// must go from 1 to 0 (one compare-and-swap), then the object is freed,
+    /// with no deferred work.
+    ///
+    /// # Errors
+    ///
+    /// [`StrayReference`] if someone else holds a reference: nothing is
+    /// freed, our reference is dropped, and the file goes with the last
+    /// one (still without deferred work).
+    pub fn release(self) -> Result<(), StrayReference> {
+        let ptr = self.file;
+        core::mem::forget(self);
+        // SAFETY: the token's reference keeps the file alive here.
+        let file = unsafe { ptr.as_ref() };
+        // Acquire on success: any stray reference's uses (dropped by a
+        // Release decrement) happen before the free. Relaxed on failure: we
+        // only report the count.
+        match file
+            .count
+            .compare_exchange(1, 0, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => {
+                // SAFETY: the count was 1 (ours) and is now 0: no reference
+                // is left, and an unopened file is reachable from nowhere.
+                unsafe { free(ptr) };
+                Ok(())
+            }
+            Err(count) => {
+                drop(FileRef { file: ptr });
+                Err(StrayReference { count })
+            }
+        }
+    }
+
+    /// Frees the never-opened file the way the kernel did before seed 001:
+    /// through `fput`, whose `__fput` runs as deferred work when the
+    /// operation returns. For before/after measurements only: the
+    /// allocation of a deferred-work entry and the later call are the cost
+    /// seed 001 removed.
+    pub fn release_deferred(self) {
+        let ptr = self.file;
+        core::mem::forget(self);
+        // SAFETY: the token's reference is the last one, handed to the
+        // deferred release as `fput` does.
+        unsafe { fput_last(ptr, true) };
+    }
+}
+
+impl fmt::Debug for EmptyFile<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmptyFile")
+            .field("flags", &self.file().flags)
+            .finish()
+    }
+}
+
+impl Drop for EmptyFile<'_> {
+    /// Releases the unopened file, as [`release`](EmptyFile::release).
+    fn drop(&mut self) {
+        let token = EmptyFile { file: self.file };
+        // The stray-reference case frees with the last reference.
+        let _ = token.release();
+    }
+}
+
+/// A counted reference to a file (`struct file *` with `f_count` held).
+/// Cloning is `get_file`; dropping the last reference to an opened file
+/// releases it (`fput`): deferred to the end of the current operation, as
+/// the kernel defers `__fput` to `task_work`, or done at once outside any
+/// operation. The last reference to an unopened file (a stray
+/// [`EmptyFile::get_file`]) frees it at once.
+pub struct FileRef<'c> {
+    file: NonNull<File<'c>>,
+}
+
+// SAFETY: references may move between threads; the last one frees the
+// file wherever it is dropped, as `fput` may run on any task.
+unsafe impl Send for FileRef<'_> {}
+// SAFETY: `&FileRef` reads only the immutable path and flags.
+unsafe impl Sync for FileRef<'_> {}
+
+impl<'c> FileRef<'c> {
+    fn file(&self) -> &File<'c> {
+        // SAFETY: we hold a reference, so the file is alive.
+        unsafe { self.file.as_ref() }
+    }
+
+    /// The path the file was opened at (`f_path`).
+    ///
+    /// # Panics
+    ///
+    /// On a stray reference to a file that was never opened.
+    pub fn path(&self) -> &PathRef<'c> {
+        self.file().path.as_ref().expect("file was never opened")
+    }
+
+    /// The flags it was opened with.
+    pub fn flags(&self) -> OpenFlags {
+        self.file().flags
+    }
+
+    /// Whether the file was opened (`FMODE_OPENED`).
+    pub fn is_opened(&self) -> bool {
+        self.file().path.is_some()
+    }
+}
+
+impl Clone for FileRef<'_> {
+    /// `get_file`.
+    fn clone(&self) -> Self {
+        self.file().get();
+        FileRef { file: self.file }
+    }
+}
+
+impl Drop for FileRef<'_> {
+    /// `fput`.
+    fn drop(&mut self) {
+        let file = self.file();
+        // Release: our uses of the file happen before whoever frees it.
+        if file.count.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        // Acquire: every other holder's uses happen before the free.
+        fence(Ordering::Acquire);
+        let opened = file.path.is_some();
+        // SAFETY: the count reached zero: ours was the last reference.
+        unsafe { fput_last(self.file, opened) };
+    }
+}
+
+impl fmt::Debug for FileRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileRef")
+            .field("flags", &self.flags())
+            .field("path", &self.file().path)
+            .finish()
+    }
+}
+
+/// The last reference to `file` is gone: free it, through deferred work
+/// (`__fput` via `task_work`) if `deferred`, else now.
+///
+/// # Safety
+///
+/// No reference to `file` may remain, and it must not be freed elsewhere.
+unsafe fn fput_last(file: NonNull<File<'_>>, deferred: bool) {
+    if deferred {
+        // SAFETY: `run_fput` frees a file with no references left, at the
+        // end of the current operation, while the cache it borrows is still
+        // borrowed by that operation (see `task_work`).
+        unsafe { task_work::defer(file.as_ptr().cast(), run_fput) };
+    } else {
+        // SAFETY: the caller's guarantee.
+        unsafe { free(file) };
+    }
+}
+
+/// `__fput`, as deferred work.
+///
+/// # Safety
+///
+/// `arg` is a `File` with no references left, freed by nobody else.
+unsafe fn run_fput(arg: *mut ()) {
+    // SAFETY: the caller's guarantee; `File<'_>`'s lifetime was erased for
+    // the queue and the cache it borrows outlives the queue (`task_work`).
+    unsafe { free(NonNull::new_unchecked(arg.cast::<File<'_>>())) };
+}
+
+/// Frees a file object: drops its path (`dput`, `mntput`) and the memory.
+///
+/// # Safety
+///
+/// No reference to `file` may remain; it came from `alloc_file`'s box.
+unsafe fn free(file: NonNull<File<'_>>) {
+    // SAFETY: the caller's guarantee.
+    let file = unsafe { Box::from_raw(file.as_ptr()) };
+    let cache = file.cache;
+    drop(file);
+    cache.files.add(-1);
+}
