@@ -42,51 +42,61 @@ impl Dcache {
     /// dentry its own parent (a root, or a pseudo dentry: seed 002).
     pub(crate) fn d_alloc(
         &self,
-        parent: Option<&Dentry>,
+        parent: Option<NonNull<Dentry>>,
         name: &[u8],
         flags: u32,
         inode: Option<Arc<Inode>>,
     ) -> NonNull<Dentry> {
-        let parent_addr = parent.map_or(0, |p| p as *const Dentry as usize);
+        // SAFETY: the caller holds a reference on the parent.
+        let parent_ref = parent.map(|p| unsafe { p.as_ref() });
+        let parent_addr = parent.map_or(0, |p| p.as_ptr() as usize);
         let mut flags = flags;
-        if parent.is_some_and(|p| p.flags() & REVALIDATE != 0) {
+        if parent_ref.is_some_and(|p| p.flags() & REVALIDATE != 0) {
             flags |= REVALIDATE;
         }
-        let mut dentry = Box::new(Dentry::new(
+        // A raw pointer from the start (no `&mut` to the box is ever
+        // made), as chain walkers and `defer_destroy` will use it.
+        let raw = Box::into_raw(Box::new(Dentry::new(
             name,
             name::hash(parent_addr, name),
             flags,
             inode,
-        ));
-        let ptr = NonNull::from(&*dentry);
-        dentry.parent = match parent {
-            Some(p) => {
+        )));
+        // SAFETY: `Box::into_raw` never returns null.
+        let ptr = unsafe { NonNull::new_unchecked(raw) };
+        let parent = match (parent, parent_ref) {
+            (Some(p), Some(p_ref)) => {
                 // `d_alloc`: the parent's lock and a reference, taken
                 // together. The caller holds a reference, so it is alive.
-                let mut guard = p.lockref.0.lock();
+                let mut guard = p_ref.lockref.0.lock();
                 guard.increment().expect("d_alloc: parent is dead");
                 drop(guard);
-                NonNull::from(p)
+                p
             }
-            None => ptr,
+            _ => ptr,
         };
+        // SAFETY: the new dentry is not shared yet: we are its only user.
+        unsafe { (*raw).parent = parent };
         self.live.add(1);
         // The allocation is now owned by the returned reference; it is
         // freed with `Owned::from_raw` or `defer_destroy`, which accept a
         // pointer from `Box::into_raw`.
-        NonNull::from(Box::leak(dentry))
+        ptr
     }
 
     /// Finds a hashed dentry (parent, name) without taking anything: the
     /// RCU part of `d_lookup`. What it returns is valid while `guard` is
     /// held, but may be dying: take a reference with `get_not_dead` before
     /// trusting it past the guard.
-    pub(crate) fn lookup_rcu<'g>(
+    ///
+    /// The pointer keeps the provenance of the chain (that of the
+    /// allocation), never that of a `&Dentry`, so it may later free.
+    pub(crate) fn lookup_rcu(
         &self,
         parent: &Dentry,
         name: &[u8],
-        guard: &'g Guard,
-    ) -> Option<&'g Dentry> {
+        guard: &Guard,
+    ) -> Option<NonNull<Dentry>> {
         let hash = name::hash(parent as *const Dentry as usize, name);
         // Acquire on every link: a dentry published by an insert is seen
         // fully initialized.
@@ -99,7 +109,7 @@ impl Dcache {
                 && d.name.as_bytes() == name
                 && d.is_hashed()
             {
-                return Some(d);
+                return NonNull::new(cur.as_raw().cast_mut());
             }
             cur = d.next.load(Ordering::Acquire, guard);
         }
@@ -109,11 +119,14 @@ impl Dcache {
     /// Takes a reference on a dentry found by [`lookup_rcu`] if it is still
     /// alive and hashed (`__legitimize_path`'s `lockref_get_not_dead`, then
     /// `d_unhashed`). Does not revalidate.
-    pub(crate) fn legitimize(&self, d: &Dentry) -> Option<DentryRef<'_>> {
+    pub(crate) fn legitimize(&self, ptr: NonNull<Dentry>) -> Option<DentryRef<'_>> {
+        // SAFETY: the caller found it while pinned, or holds a reference:
+        // its memory is valid.
+        let d = unsafe { ptr.as_ref() };
         if !d.lockref.0.get_not_dead() {
             return None;
         }
-        let r = DentryRef::from_counted(self, NonNull::from(d));
+        let r = DentryRef::from_counted(self, ptr);
         // Unhashed after we found it (unlinked, or being killed before we
         // counted): a miss. Our reference is dropped normally.
         r.dentry().is_hashed().then_some(r)
@@ -195,7 +208,7 @@ impl Dcache {
             // reference, so the dentry is alive.
             let d = unsafe { ptr.as_ref() };
             next = match self.dput_one(d) {
-                Some(guard) => self.dentry_kill(d, guard),
+                Some(guard) => self.dentry_kill(ptr, guard),
                 None => None,
             };
         }
@@ -240,15 +253,18 @@ impl Dcache {
     /// the parent whose reference it held, for the caller to `dput`.
     fn dentry_kill(
         &self,
-        d: &Dentry,
+        ptr: NonNull<Dentry>,
         mut guard: LockRefGuard<'_, super::dentry::Locked>,
     ) -> Option<NonNull<Dentry>> {
         guard.mark_dead();
         drop(guard);
+        // SAFETY: the count was zero under the lock and is now dead: the
+        // dentry is ours to tear down, and still allocated.
+        let d = unsafe { ptr.as_ref() };
         self.d_drop(d);
         self.live.add(-1);
         let parent = (!d.is_self_parented()).then_some(d.parent);
-        let ptr = d as *const Dentry;
+        let ptr = ptr.as_ptr().cast_const();
         if d.flags() & WAS_HASHED != 0 {
             let guard = epoch::pin();
             // SAFETY: dead and unhashed: no new reader can reach it, and the

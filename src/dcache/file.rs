@@ -175,7 +175,8 @@ impl Dcache {
             path: None,
         });
         EmptyFile {
-            file: NonNull::from(Box::leak(file)),
+            // SAFETY: `Box::into_raw` never returns null.
+            file: unsafe { NonNull::new_unchecked(Box::into_raw(file)) },
         }
     }
 }

@@ -305,9 +305,9 @@ impl<'c> DentryRef<'c> {
 
     /// The parent, referenced (`dget_parent`).
     pub fn parent(&self) -> DentryRef<'c> {
-        let parent = self.dentry().parent();
-        self.cache.dget(parent);
-        DentryRef::from_counted(self.cache, NonNull::from(parent))
+        let parent = self.dentry().parent;
+        self.cache.dget(self.dentry().parent());
+        DentryRef::from_counted(self.cache, parent)
     }
 
     /// The counters of this dentry's lockref (feature `stats`): how many

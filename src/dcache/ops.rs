@@ -101,16 +101,18 @@ impl Dcache {
     /// revalidated, or a result that died before we counted it.
     fn walk_rcu(&self, parts: &[&[u8]]) -> Result<Option<DentryRef<'_>>, Errno> {
         let guard = epoch::pin();
-        // SAFETY: the cache holds a reference on the root.
-        let mut cur: &Dentry = unsafe { self.root.as_ref() };
+        let mut ptr = self.root;
         for &part in parts {
+            // SAFETY: the root is referenced by the cache; everything else
+            // was reached from a chain while pinned.
+            let cur = unsafe { ptr.as_ref() };
             if cur.flags() & REVALIDATE != 0 {
                 return Ok(None);
             }
             match part {
                 b"." => continue,
                 b".." => {
-                    cur = cur.parent();
+                    ptr = cur.parent;
                     continue;
                 }
                 _ => {}
@@ -121,17 +123,18 @@ impl Dcache {
                 None => return Err(Errno::NoEnt),
             }
             match self.lookup_rcu(cur, part, &guard) {
-                Some(child) => cur = child,
+                Some(child) => ptr = child,
                 None => return Ok(None),
             }
         }
-        if cur.flags() & REVALIDATE != 0 {
+        // SAFETY: as above.
+        if unsafe { ptr.as_ref() }.flags() & REVALIDATE != 0 {
             return Ok(None);
         }
-        if core::ptr::eq(cur, self.root.as_ptr()) {
+        if ptr == self.root {
             return Ok(Some(self.root_ref()));
         }
-        Ok(self.legitimize(cur))
+        Ok(self.legitimize(ptr))
     }
 
     /// Ref walk: a reference on each component in turn (`dget`, `dput`),
@@ -197,7 +200,7 @@ impl Dcache {
             self.d_drop(d.dentry());
         }
         let inode = entries.get(name).cloned();
-        let new = DentryRef::from_counted(self, self.d_alloc(Some(dir.dentry()), name, 0, inode));
+        let new = DentryRef::from_counted(self, self.d_alloc(Some(dir.ptr), name, 0, inode));
         new.dentry().lockref.0.lock().verified_gen = dir_inode.generation.load(Ordering::Acquire);
         // Another thread may have added it meanwhile: use theirs, and ours
         // is killed when dropped (never hashed, so freed at once).
@@ -540,8 +543,7 @@ impl Dcache {
         let parent = if self.variants.pseudo_self_parent {
             None
         } else {
-            // SAFETY: the cache holds a reference on the pseudo root.
-            Some(unsafe { self.pseudo_root.as_ref() })
+            Some(self.pseudo_root)
         };
         let d = DentryRef::from_counted(self, self.d_alloc(parent, b"", PSEUDO, Some(inode)));
         self.pseudo_mnt.get();

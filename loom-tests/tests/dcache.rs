@@ -1,0 +1,123 @@
+//! Loom models of the dcache's races, one per test. Run with
+//! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom"` and the `dcache` feature
+//! (`.ci/run` does): the epoch collector is modelled too.
+#![cfg(all(loom, crossbeam_loom))]
+
+use lockref::dcache::{Config, Dcache, Errno, OpenFlags, StrayReference, Variants};
+use lockref_loom_tests::model;
+use loom::thread;
+
+/// A small cache for one execution. Leaked: loom threads need `'static`
+/// and handles borrow the cache; each execution leaks one small cache.
+fn cache(variants: Variants) -> &'static Dcache {
+    Box::leak(Box::new(Dcache::new(Config {
+        buckets: 2,
+        revalidate: false,
+        variants,
+    })))
+}
+
+fn touch(c: &Dcache, path: &str) {
+    c.close(c.open(path, OpenFlags::WRONLY.creat()).unwrap());
+}
+
+/// A lookup (an open of an existing file) races the kill of the same
+/// cached dentry (an unlink drops its last reference). The open gets a
+/// live reference to the file or misses; never a dead or freed dentry, and
+/// every count ends balanced.
+#[test]
+fn lookup_races_kill_of_same_dentry() {
+    model(|| {
+        let c = cache(Variants::AFTER);
+        touch(c, "/f");
+        let opener = thread::spawn(move || match c.open("/f", OpenFlags::RDONLY) {
+            Ok(file) => {
+                assert_eq!(file.path().name(), b"f");
+                assert!(file.path().dentry().count() >= 1);
+                c.close(file);
+                true
+            }
+            Err(e) => {
+                assert_eq!(e, Errno::NoEnt);
+                false
+            }
+        });
+        c.unlink("/f").unwrap();
+        opener.join().unwrap();
+        c.check_balanced().unwrap();
+        // The roots and, at most, a negative dentry for "f".
+        assert!(c.live_dentries() <= 3);
+    });
+}
+
+/// A dput cascade (an unlinked child's last reference drops the parent's
+/// count to its cached zero) races a child allocation on the same parent
+/// (d_alloc takes the parent's lock and a reference). The parent's count
+/// stays exact and it is never killed while referenced.
+#[test]
+fn dput_cascade_races_child_allocation() {
+    model(|| {
+        let c = cache(Variants::AFTER);
+        c.mkdir("/d").unwrap();
+        touch(c, "/d/x");
+        let creator = thread::spawn(move || touch(c, "/d/y"));
+        c.unlink("/d/x").unwrap();
+        creator.join().unwrap();
+        let balance = c.check_balanced().unwrap();
+        assert_eq!(balance.hashed, 2, "/d and /d/y");
+        assert_eq!(
+            c.stat("/d/y").unwrap().kind,
+            lockref::dcache::InodeKind::File
+        );
+    });
+}
+
+/// The empty-file token's release (compare-and-swap 1 -> 0, then free)
+/// races the drop of a stray reference. Exactly one side frees; the token
+/// reports the stray reference when it saw it; nothing is deferred.
+#[test]
+fn token_release_catches_stray_reference() {
+    model(|| {
+        let c = cache(Variants::AFTER);
+        let token = c.alloc_file(OpenFlags::RDONLY);
+        let stray = token.get_file();
+        let dropper = thread::spawn(move || drop(stray));
+        match token.release() {
+            Ok(()) => {}
+            Err(stray) => assert_eq!(stray, StrayReference { count: 2 }),
+        }
+        dropper.join().unwrap();
+        assert_eq!(c.live_files(), 0);
+    });
+}
+
+/// Alone, the token's release always succeeds at once.
+#[test]
+fn token_release_racing_nothing() {
+    model(|| {
+        let c = cache(Variants::AFTER);
+        let before = lockref::dcache::deferred_on_this_thread();
+        c.alloc_file(OpenFlags::RDONLY).release().unwrap();
+        assert_eq!(c.live_files(), 0);
+        assert_eq!(lockref::dcache::deferred_on_this_thread(), before);
+    });
+}
+
+/// An open that consumes the walk's reference races the unlink of the
+/// file: the file keeps the dentry alive (unhashed) until closed, then the
+/// dentry is freed; every count ends balanced.
+#[test]
+fn open_consume_races_unlink() {
+    model(|| {
+        let c = cache(Variants::AFTER);
+        touch(c, "/f");
+        let unlinker = thread::spawn(move || c.unlink("/f").unwrap());
+        let opened = c.open("/f", OpenFlags::RDONLY);
+        unlinker.join().unwrap();
+        if let Ok(file) = opened {
+            assert!(!file.path().dentry().is_hashed());
+            c.close(file);
+        }
+        c.check_balanced().unwrap();
+    });
+}
