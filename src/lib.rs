@@ -120,7 +120,8 @@ static_assertions::assert_not_impl_any!(LockRefGuard<'static, core::cell::Cell<u
 #[cfg(test)]
 mod tests;
 
-/// The README's examples, compiled and run as doctests.
-#[cfg(doctest)]
+/// The README's examples, compiled and run as doctests (they use the
+/// `dcache` feature).
+#[cfg(all(doctest, feature = "dcache"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
