@@ -34,7 +34,7 @@ impl OpenFlags {
     const DIRECTORY: u32 = 0o200000;
     const KNOWN: u32 = Self::ACCMODE | Self::CREAT | Self::EXCL | Self::DIRECTORY;
 
-    /// Parses Linux `open(2)` flag bits.
+    /// Parses Linux `open(2)` flag bits (see the type's example).
     ///
     /// # Errors
     ///
@@ -51,44 +51,77 @@ impl OpenFlags {
     }
 
     /// The Linux flag bits.
+    ///
+    /// ```
+    /// assert_eq!(lockref::dcache::OpenFlags::RDWR.bits(), 2);
+    /// ```
     pub const fn bits(self) -> u32 {
         self.0
     }
 
     /// With `O_CREAT`: create the file if it does not exist.
+    ///
+    /// ```
+    /// assert!(lockref::dcache::OpenFlags::WRONLY.creat().is_creat());
+    /// ```
     #[must_use]
     pub const fn creat(self) -> OpenFlags {
         OpenFlags(self.0 | Self::CREAT)
     }
 
     /// With `O_EXCL`: with `O_CREAT`, fail with `EEXIST` if it exists.
+    ///
+    /// ```
+    /// assert!(lockref::dcache::OpenFlags::WRONLY.creat().excl().is_excl());
+    /// ```
     #[must_use]
     pub const fn excl(self) -> OpenFlags {
         OpenFlags(self.0 | Self::EXCL)
     }
 
     /// With `O_DIRECTORY`: fail with `ENOTDIR` unless a directory.
+    ///
+    /// ```
+    /// assert!(lockref::dcache::OpenFlags::RDONLY.directory().is_directory());
+    /// ```
     #[must_use]
     pub const fn directory(self) -> OpenFlags {
         OpenFlags(self.0 | Self::DIRECTORY)
     }
 
     /// Whether `O_CREAT` is set.
+    ///
+    /// ```
+    /// assert!(!lockref::dcache::OpenFlags::RDONLY.is_creat());
+    /// ```
     pub const fn is_creat(self) -> bool {
         self.0 & Self::CREAT != 0
     }
 
     /// Whether `O_EXCL` is set.
+    ///
+    /// ```
+    /// assert!(!lockref::dcache::OpenFlags::RDONLY.is_excl());
+    /// ```
     pub const fn is_excl(self) -> bool {
         self.0 & Self::EXCL != 0
     }
 
     /// Whether `O_DIRECTORY` is set.
+    ///
+    /// ```
+    /// assert!(!lockref::dcache::OpenFlags::RDONLY.is_directory());
+    /// ```
     pub const fn is_directory(self) -> bool {
         self.0 & Self::DIRECTORY != 0
     }
 
     /// Whether the access mode allows writing.
+    ///
+    /// ```
+    /// assert!(lockref::dcache::OpenFlags::RDWR.is_write());
+    /// assert!(!lockref::dcache::OpenFlags::RDONLY.is_write());
+    /// ```
     pub const fn is_write(self) -> bool {
         self.0 & Self::ACCMODE != 0
     }
@@ -142,6 +175,17 @@ unsafe impl Send for EmptyFile<'_> {}
 /// (someone called [`EmptyFile::get_file`] and kept it). Nothing was
 /// freed: the file goes when its last reference is dropped, still without
 /// deferred work. The kernel only warns here and frees anyway.
+///
+/// ```
+/// use lockref::dcache::{Dcache, OpenFlags, StrayReference};
+///
+/// let cache = Dcache::new(Default::default());
+/// let token = cache.alloc_file(OpenFlags::RDONLY);
+/// let stray = token.get_file();
+/// assert_eq!(token.release(), Err(StrayReference { count: 2 }));
+/// drop(stray); // the last reference frees it, at once
+/// assert_eq!(cache.live_files(), 0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StrayReference {
     /// The count the safety belt found (more than one).
@@ -261,6 +305,12 @@ impl<'c> EmptyFile<'c> {
     /// Takes a reference to the unopened file (`get_file`). Nothing in this
     /// crate does; it exists so that the safety belt of
     /// [`release`](Self::release) has something to catch.
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// let token = cache.alloc_file(lockref::dcache::OpenFlags::RDONLY);
+    /// assert!(!token.get_file().is_opened());
+    /// ```
     pub fn get_file(&self) -> FileRef<'c> {
         self.file().get();
         FileRef { file: self.file }
@@ -275,6 +325,15 @@ impl<'c> EmptyFile<'c> {
     /// [`StrayReference`] if someone else holds a reference: nothing is
     /// freed, our reference is dropped, and the file goes with the last
     /// one (still without deferred work).
+    ///
+    /// ```
+    /// use lockref::dcache::{deferred_on_this_thread, Dcache, OpenFlags};
+    ///
+    /// let cache = Dcache::new(Default::default());
+    /// let before = deferred_on_this_thread();
+    /// cache.alloc_file(OpenFlags::RDONLY).release().unwrap();
+    /// assert_eq!(deferred_on_this_thread(), before); // freed at once
+    /// ```
     pub fn release(self) -> Result<(), StrayReference> {
         let ptr = self.file;
         core::mem::forget(self);
@@ -305,6 +364,14 @@ impl<'c> EmptyFile<'c> {
     /// operation returns. For before/after measurements only: the
     /// allocation of a deferred-work entry and the later call are the cost
     /// seed 001 removed.
+    ///
+    /// ```
+    /// use lockref::dcache::{Dcache, OpenFlags};
+    ///
+    /// let cache = Dcache::new(Default::default());
+    /// cache.alloc_file(OpenFlags::RDONLY).release_deferred(); // outside an operation: runs now
+    /// assert_eq!(cache.live_files(), 0);
+    /// ```
     pub fn release_deferred(self) {
         let ptr = self.file;
         core::mem::forget(self);
@@ -337,6 +404,18 @@ impl Drop for EmptyFile<'_> {
 /// the kernel defers `__fput` to `task_work`, or done at once outside any
 /// operation. The last reference to an unopened file (a stray
 /// [`EmptyFile::get_file`]) frees it at once.
+///
+/// ```
+/// use lockref::dcache::{Dcache, OpenFlags};
+///
+/// let cache = Dcache::new(Default::default());
+/// let file = cache.open("/", OpenFlags::RDONLY).unwrap();
+/// let dup = file.clone(); // get_file
+/// cache.close(file);
+/// assert_eq!(cache.live_files(), 1); // dup keeps it
+/// cache.close(dup);
+/// assert_eq!(cache.live_files(), 0);
+/// ```
 pub struct FileRef<'c> {
     file: NonNull<File<'c>>,
 }
@@ -358,16 +437,34 @@ impl<'c> FileRef<'c> {
     /// # Panics
     ///
     /// On a stray reference to a file that was never opened.
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// let file = cache.open("/", lockref::dcache::OpenFlags::RDONLY).unwrap();
+    /// assert_eq!(file.path().name(), b"/");
+    /// ```
     pub fn path(&self) -> &PathRef<'c> {
         self.file().path.as_ref().expect("file was never opened")
     }
 
     /// The flags it was opened with.
+    ///
+    /// ```
+    /// use lockref::dcache::OpenFlags;
+    ///
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.open("/", OpenFlags::RDONLY).unwrap().flags(), OpenFlags::RDONLY);
+    /// ```
     pub fn flags(&self) -> OpenFlags {
         self.file().flags
     }
 
     /// Whether the file was opened (`FMODE_OPENED`).
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert!(cache.open("/", lockref::dcache::OpenFlags::RDONLY).unwrap().is_opened());
+    /// ```
     pub fn is_opened(&self) -> bool {
         self.file().path.is_some()
     }

@@ -9,6 +9,11 @@ use std::sync::Arc;
 use crate::sync::{AtomicU64, Ordering, RwLock};
 
 /// What kind of object an inode is.
+///
+/// ```
+/// let cache = lockref::dcache::Dcache::new(Default::default());
+/// assert_eq!(cache.alloc_pseudo().dentry().kind(), Some(lockref::dcache::InodeKind::Pipe));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InodeKind {
     /// A regular file.

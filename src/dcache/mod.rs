@@ -80,13 +80,35 @@ pub use self::ops::{Balance, Imbalance, Stat};
 pub use self::task_work::deferred_on_this_thread;
 
 /// The longest path, in bytes (`PATH_MAX` less its NUL).
+///
+/// ```
+/// use lockref::dcache::{Dcache, Errno, PATH_MAX};
+///
+/// let cache = Dcache::new(Default::default());
+/// assert_eq!(cache.stat(&"/".repeat(PATH_MAX + 1)), Err(Errno::NameTooLong));
+/// ```
 pub const PATH_MAX: usize = 4095;
 
 /// The most components a path may have; deeper ones fail with
 /// [`Errno::NameTooLong`].
+///
+/// ```
+/// use lockref::dcache::{Dcache, Errno, MAX_DEPTH};
+///
+/// let cache = Dcache::new(Default::default());
+/// assert_eq!(cache.stat(&"/a".repeat(MAX_DEPTH + 1)), Err(Errno::NameTooLong));
+/// ```
 pub const MAX_DEPTH: usize = 256;
 
 /// Each seed's behaviour, old (`false`) or new (`true`).
+///
+/// ```
+/// use lockref::dcache::{Config, Dcache, Variants};
+///
+/// let before = Dcache::new(Config { variants: Variants::BEFORE, ..Config::default() });
+/// assert!(!before.variants().open_consume);
+/// assert_eq!(Variants::default(), Variants::AFTER);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Variants {
     /// Seed 000: the open consumes the walk's path reference
@@ -134,6 +156,13 @@ impl Default for Variants {
 }
 
 /// How to build a [`Dcache`].
+///
+/// ```
+/// use lockref::dcache::{Config, Dcache};
+///
+/// let nfs_like = Dcache::new(Config { revalidate: true, buckets: 1 << 16, ..Config::default() });
+/// assert!(nfs_like.stat("/").is_ok());
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
     /// Hash buckets; rounded up to a power of two. Default 4096.
@@ -215,11 +244,24 @@ impl Dcache {
     }
 
     /// The behaviour selected per seed.
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.variants(), lockref::dcache::Variants::AFTER);
+    /// ```
     pub fn variants(&self) -> Variants {
         self.variants
     }
 
     /// Selects each seed's behaviour for the operations that follow.
+    ///
+    /// ```
+    /// use lockref::dcache::{Dcache, Variants};
+    ///
+    /// let mut cache = Dcache::new(Default::default());
+    /// cache.set_variants(Variants::BEFORE);
+    /// assert_eq!(cache.variants(), Variants::BEFORE);
+    /// ```
     pub fn set_variants(&mut self, variants: Variants) {
         self.variants = variants;
     }
@@ -230,16 +272,37 @@ impl Dcache {
     }
 
     /// Dentries allocated and not yet killed (cached ones included).
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// cache.mkdir("/a").unwrap();
+    /// assert_eq!(cache.live_dentries(), 3); // two roots and /a
+    /// ```
     pub fn live_dentries(&self) -> usize {
         self.live.sum().max(0) as usize
     }
 
     /// File objects allocated and not yet freed.
+    ///
+    /// ```
+    /// use lockref::dcache::{Dcache, OpenFlags};
+    ///
+    /// let cache = Dcache::new(Default::default());
+    /// let f = cache.open("/", OpenFlags::RDONLY).unwrap();
+    /// assert_eq!(cache.live_files(), 1);
+    /// cache.close(f);
+    /// assert_eq!(cache.live_files(), 0);
+    /// ```
     pub fn live_files(&self) -> usize {
         self.files.sum().max(0) as usize
     }
 
     /// The root directory, referenced.
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.root().name(), b"/");
+    /// ```
     pub fn root(&self) -> PathRef<'_> {
         self.root_mnt.get();
         PathRef {
@@ -251,6 +314,14 @@ impl Dcache {
 
 /// A counted reference to a dentry (the kernel's `struct dentry *` with a
 /// reference held). Cloning is `dget`, dropping is `dput`.
+///
+/// ```
+/// let cache = lockref::dcache::Dcache::new(Default::default());
+/// cache.mkdir("/d").unwrap();
+/// let path = cache.lookup_path("/d").unwrap();
+/// let d = path.dentry().clone(); // dget
+/// assert_eq!(d.count(), 2); // the path's and this clone's
+/// ```
 pub struct DentryRef<'c> {
     cache: &'c Dcache,
     ptr: NonNull<Dentry>,
@@ -274,36 +345,76 @@ impl<'c> DentryRef<'c> {
     }
 
     /// The name (empty for a pseudo dentry, `/` for the root).
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.root().dentry().name(), b"/");
+    /// ```
     pub fn name(&self) -> &[u8] {
         self.dentry().name.as_bytes()
     }
 
     /// The inode's kind, or `None` for a negative dentry (a cached miss).
+    ///
+    /// ```
+    /// use lockref::dcache::{Dcache, InodeKind};
+    ///
+    /// let cache = Dcache::new(Default::default());
+    /// assert_eq!(cache.root().dentry().kind(), Some(InodeKind::Dir));
+    /// ```
     pub fn kind(&self) -> Option<InodeKind> {
         self.dentry().kind()
     }
 
     /// The inode number, or `None` for a negative dentry.
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.root().dentry().ino(), Some(cache.stat("/").unwrap().ino));
+    /// ```
     pub fn ino(&self) -> Option<u64> {
         self.dentry().inode().map(|i| i.ino)
     }
 
     /// The reference count now (a snapshot: `d_count`).
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.root().dentry().count(), 2); // the cache's and ours
+    /// ```
     pub fn count(&self) -> i32 {
         self.dentry().lockref.0.count()
     }
 
     /// Whether the dentry is in the hash table.
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// cache.mkdir("/d").unwrap();
+    /// assert!(cache.lookup_path("/d").unwrap().dentry().is_hashed());
+    /// ```
     pub fn is_hashed(&self) -> bool {
         self.dentry().is_hashed()
     }
 
     /// Whether the dentry is its own parent (a root or a pseudo dentry).
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert!(cache.root().dentry().is_self_parented());
+    /// ```
     pub fn is_self_parented(&self) -> bool {
         self.dentry().is_self_parented()
     }
 
     /// The parent, referenced (`dget_parent`).
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// cache.mkdir("/d").unwrap();
+    /// let d = cache.lookup_path("/d").unwrap();
+    /// assert_eq!(d.dentry().parent().name(), b"/");
+    /// ```
     pub fn parent(&self) -> DentryRef<'c> {
         let parent = self.dentry().parent;
         self.cache.dget(self.dentry().parent());
@@ -312,12 +423,31 @@ impl<'c> DentryRef<'c> {
 
     /// The counters of this dentry's lockref (feature `stats`): how many
     /// operations each path performed on it.
+    ///
+    /// ```
+    /// # #[cfg(feature = "stats")] {
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// let root = cache.root();
+    /// root.dentry().reset_lockref_stats();
+    /// let again = root.dentry().clone(); // dget
+    /// assert_eq!(root.dentry().lockref_stats().operations, 1);
+    /// # }
+    /// ```
     #[cfg(feature = "stats")]
     pub fn lockref_stats(&self) -> crate::StatsSnapshot {
         self.dentry().lockref.0.stats()
     }
 
     /// Sets this dentry's lockref counters to zero (feature `stats`).
+    ///
+    /// ```
+    /// # #[cfg(feature = "stats")] {
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// let root = cache.root();
+    /// root.dentry().reset_lockref_stats();
+    /// assert_eq!(root.dentry().lockref_stats().operations, 0);
+    /// # }
+    /// ```
     #[cfg(feature = "stats")]
     pub fn reset_lockref_stats(&self) {
         self.dentry().lockref.0.reset_stats();
@@ -325,6 +455,14 @@ impl<'c> DentryRef<'c> {
 
     /// Exclusive acquisitions of this directory's `i_rwsem` so far
     /// (feature `stats`); zero for a negative dentry.
+    ///
+    /// ```
+    /// # #[cfg(feature = "stats")] {
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// cache.mkdir("/d").unwrap();
+    /// assert_eq!(cache.root().dentry().inode_write_locks(), 1); // the mkdir
+    /// # }
+    /// ```
     #[cfg(feature = "stats")]
     pub fn inode_write_locks(&self) -> usize {
         self.dentry().inode().map_or(0, |i| {
@@ -387,16 +525,33 @@ pub struct PathRef<'c> {
 
 impl<'c> PathRef<'c> {
     /// The dentry.
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert!(cache.root().dentry().is_self_parented());
+    /// ```
     pub fn dentry(&self) -> &DentryRef<'c> {
         &self.dentry
     }
 
     /// The dentry's name.
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.root().name(), b"/");
+    /// ```
     pub fn name(&self) -> &[u8] {
         self.dentry.name()
     }
 
     /// The references the mount holds now (exact when nothing races).
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// let root = cache.root();
+    /// let again = root.clone(); // path_get: mntget + dget
+    /// assert_eq!(root.mount_count(), 2);
+    /// ```
     pub fn mount_count(&self) -> isize {
         self.mnt.count()
     }

@@ -5,6 +5,14 @@ use std::boxed::Box;
 use super::Errno;
 
 /// The longest component name, in bytes (`NAME_MAX`).
+///
+/// ```
+/// use lockref::dcache::{Dcache, Errno, OpenFlags, NAME_MAX};
+///
+/// let cache = Dcache::new(Default::default());
+/// let long = format!("/{}", "x".repeat(NAME_MAX + 1));
+/// assert_eq!(cache.open(&long, OpenFlags::RDONLY).err(), Some(Errno::NameTooLong));
+/// ```
 pub const NAME_MAX: usize = 255;
 
 /// Names up to this many bytes live inside the dentry (the kernel's

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::sync::Ordering;
 
-/// What [`Dcache::stat`] reports.
+/// What [`Dcache::stat`] reports (see its example).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stat {
     /// The inode number.
@@ -26,6 +26,13 @@ pub struct Stat {
 /// A reference count that [`Dcache::check_balanced`] found off its cached
 /// baseline, or a count of objects that does not match what the cache
 /// holds.
+///
+/// ```
+/// let cache = lockref::dcache::Dcache::new(Default::default());
+/// let root = cache.root(); // an outstanding handle
+/// let err = cache.check_balanced().unwrap_err();
+/// assert!(err.to_string().contains("root"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Imbalance(pub String);
 
@@ -38,6 +45,14 @@ impl core::fmt::Display for Imbalance {
 impl std::error::Error for Imbalance {}
 
 /// What [`Dcache::check_balanced`] counted.
+///
+/// ```
+/// use lockref::dcache::{Balance, Dcache, OpenFlags};
+///
+/// let cache = Dcache::new(Default::default());
+/// let _ = cache.open("/missing", OpenFlags::RDONLY);
+/// assert_eq!(cache.check_balanced().unwrap(), Balance { hashed: 1, negative: 1 });
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Balance {
     /// Hashed (cached) dentries, negative ones included.
@@ -308,6 +323,16 @@ impl Dcache {
     /// `ENAMETOOLONG`, `EINVAL`. Every count is as before the call.
     ///
     /// [`Variants`]: super::Variants
+    ///
+    /// ```
+    /// use lockref::dcache::{Dcache, Errno, OpenFlags};
+    ///
+    /// let cache = Dcache::new(Default::default());
+    /// let f = cache.open("/new", OpenFlags::RDWR.creat().excl()).unwrap();
+    /// assert_eq!(cache.open("/new", OpenFlags::RDWR.creat().excl()).err(), Some(Errno::Exist));
+    /// assert_eq!(cache.open("/new/x", OpenFlags::RDONLY).err(), Some(Errno::NotDir));
+    /// cache.close(f);
+    /// ```
     pub fn open(&self, path: &str, flags: OpenFlags) -> Result<FileRef<'_>, Errno> {
         let _scope = task_work::Scope::enter();
         // `path_openat` allocates the file before walking.
@@ -345,6 +370,14 @@ impl Dcache {
     /// `close(2)`: drops the file reference; the release of the last one
     /// (`__fput`: `dput`, `mntput`, free) runs as deferred work when this
     /// call returns.
+    ///
+    /// ```
+    /// use lockref::dcache::{Dcache, OpenFlags};
+    ///
+    /// let cache = Dcache::new(Default::default());
+    /// cache.close(cache.open("/", OpenFlags::RDONLY).unwrap());
+    /// cache.check_balanced().unwrap();
+    /// ```
     pub fn close(&self, file: FileRef<'_>) {
         let _scope = task_work::Scope::enter();
         drop(file);
@@ -554,6 +587,11 @@ impl Dcache {
     }
 
     /// The pseudo filesystem's root, referenced (for accounting tests).
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.pseudo_root().count(), 2); // the cache's and ours
+    /// ```
     pub fn pseudo_root(&self) -> DentryRef<'_> {
         // SAFETY: the cache holds a reference on the pseudo root.
         self.dget(unsafe { self.pseudo_root.as_ref() });
@@ -572,6 +610,12 @@ impl Dcache {
     /// # Errors
     ///
     /// [`Imbalance`] naming the first count found off.
+    ///
+    /// ```
+    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// cache.mkdir("/d").unwrap();
+    /// assert_eq!(cache.check_balanced().unwrap().hashed, 1);
+    /// ```
     pub fn check_balanced(&self) -> Result<Balance, Imbalance> {
         let guard = epoch::pin();
         let mut hashed: Vec<&Dentry> = Vec::new();

@@ -96,6 +96,15 @@ pub(crate) unsafe fn defer(arg: *mut (), run: unsafe fn(*mut ())) {
 
 /// How many jobs this thread has queued as deferred work since it started
 /// (immediate runs outside an operation are not counted).
+///
+/// ```
+/// use lockref::dcache::{deferred_on_this_thread, Dcache, OpenFlags};
+///
+/// let cache = Dcache::new(Default::default());
+/// let before = deferred_on_this_thread();
+/// cache.close(cache.open("/", OpenFlags::RDONLY).unwrap()); // __fput deferred to close's return
+/// assert_eq!(deferred_on_this_thread(), before + 1);
+/// ```
 pub fn deferred_on_this_thread() -> u64 {
     TASK.with(|t| t.deferred.get())
 }
