@@ -28,7 +28,7 @@
 
 use super::ticket::{self, LockWord};
 use super::{get_at_least_locked, get_locked, get_on_dead, put_or_lock_locked, Locked};
-use crate::count::{decremented, incremented};
+use crate::count::SATURATED;
 use crate::error::PutError;
 use crate::policy::Policy;
 use crate::stats::{Event, Stats};
@@ -89,22 +89,14 @@ impl LockWord for AtomicU64 {
     }
 }
 
-/// What the step function decides from the count it reads.
-enum Step {
-    /// Compare-and-swap the count to this value.
-    Set(i32),
-    /// Decided without writing: report the count read.
-    Stop,
-    /// Leave the lockless path; do it under the lock.
-    Lock,
-}
-
 /// How the lockless loop ended.
 enum Outcome {
     /// The count was swapped to this value.
     Done(i32),
-    /// The step decided without writing.
-    Stopped,
+    /// The lock half read free but the count was outside the range where
+    /// the update applies (saturated, zero, dead): nothing was written;
+    /// the caller decides from the count, off the fast path.
+    Outside(i32),
     /// The lockless path gave up; why, for `put_return`.
     Fallback(PutError),
 }
@@ -133,11 +125,12 @@ impl RawLockRef {
         }
     }
 
-    /// The one compare-and-swap loop: reads the word and, while the lock
-    /// half reads unlocked, swaps in the count `step` computes, within the
-    /// policy's attempt budget.
+    /// The one compare-and-swap loop: while the lock half reads free and
+    /// the count is in `min .. SATURATED`, swaps the word for itself plus
+    /// `delta` (the count half cannot overflow or borrow in that range, so
+    /// the new word is one add), within the policy's attempt budget.
     #[inline(always)]
-    fn update<P: Policy>(&self, success: Ordering, step: impl Fn(i32) -> Step) -> Outcome {
+    fn update<P: Policy>(&self, success: Ordering, delta: i32, min: i32) -> Outcome {
         self.stats.record(Event::Op);
         let mut policy = P::default();
         let mut attempts: u32 = 0;
@@ -160,27 +153,20 @@ impl RawLockRef {
                 continue;
             }
             let count = count_of(old);
-            let new = match step(count) {
-                Step::Set(new) => new,
-                Step::Stop => {
-                    self.stats.record(Event::Lockless);
-                    return Outcome::Stopped;
-                }
-                Step::Lock => {
-                    self.stats.record(Event::Fallback);
-                    return Outcome::Fallback(PutError::NotPositive);
-                }
-            };
+            // `min <= count < SATURATED` as one unsigned compare.
+            if (count.wrapping_sub(min) as u32) >= (SATURATED - min) as u32 {
+                return Outcome::Outside(count);
+            }
             // Failure is Relaxed: the value read is only the next guess.
             match self.word.compare_exchange_weak(
                 old,
-                with_count(old, new),
+                old.wrapping_add(i64::from(delta) as u64),
                 success,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
                     self.stats.record(Event::Lockless);
-                    return Outcome::Done(new);
+                    return Outcome::Done(count + delta);
                 }
                 Err(actual) => {
                     self.stats.record(Event::CasFailed);
@@ -190,6 +176,12 @@ impl RawLockRef {
                 }
             }
         }
+    }
+
+    /// Records that the lockless path decided without writing.
+    #[inline(always)]
+    fn decided(&self) {
+        self.stats.record(Event::Lockless);
     }
 
     /// A snapshot of the count.
@@ -204,10 +196,15 @@ impl RawLockRef {
         // Relaxed: the caller holds a reference, which keeps the object
         // alive; a new reference derived from it needs no ordering (as
         // `Arc::clone`).
-        let step = |c| incremented(c).map_or(Step::Stop, Step::Set);
-        match self.update::<P>(Ordering::Relaxed, step) {
+        match self.update::<P>(Ordering::Relaxed, 1, 0) {
             Outcome::Done(_) => {}
-            Outcome::Stopped => get_on_dead(),
+            // Saturated: stays. Otherwise dead.
+            Outcome::Outside(count) => {
+                self.decided();
+                if count != SATURATED {
+                    get_on_dead();
+                }
+            }
             Outcome::Fallback(_) => {
                 if !get_locked(self) {
                     get_on_dead()
@@ -223,13 +220,19 @@ impl RawLockRef {
         // holding a reference (a lookup) and will read it; this makes the
         // writes before the last unlock (or the last release of the count)
         // visible, so a recycled object validates against current fields.
-        let step = |c| match incremented(c) {
-            Some(new) if c >= min => Step::Set(new),
-            _ => Step::Stop,
-        };
-        match self.update::<P>(Ordering::Acquire, step) {
+        match self.update::<P>(Ordering::Acquire, 1, min) {
             Outcome::Done(_) => true,
-            Outcome::Stopped => false,
+            Outcome::Outside(count) => {
+                self.decided();
+                if count == SATURATED {
+                    // Saturated: a reference without a write, with the
+                    // Acquire the compare-and-swap would have given.
+                    fence(Ordering::Acquire);
+                    true
+                } else {
+                    false
+                }
+            }
             Outcome::Fallback(_) => get_at_least_locked(self, min),
         }
     }
@@ -238,8 +241,7 @@ impl RawLockRef {
     pub(crate) fn put_return<P: Policy>(&self) -> Result<u32, PutError> {
         // Release on success: our uses of the object happen before whoever
         // sees the count reach zero and frees it (as `Arc::drop`).
-        let step = |c| decremented(c).map_or(Step::Stop, Step::Set);
-        match self.update::<P>(Ordering::Release, step) {
+        match self.update::<P>(Ordering::Release, -1, 1) {
             Outcome::Done(new) => {
                 if new == 0 {
                     // Acquire at zero: every other holder's releasing put
@@ -248,7 +250,14 @@ impl RawLockRef {
                 }
                 Ok(new as u32)
             }
-            Outcome::Stopped => Err(PutError::NotPositive),
+            Outcome::Outside(count) => {
+                self.decided();
+                if count == SATURATED {
+                    Ok(SATURATED as u32)
+                } else {
+                    Err(PutError::NotPositive)
+                }
+            }
             Outcome::Fallback(why) => Err(why),
         }
     }
@@ -257,13 +266,17 @@ impl RawLockRef {
     pub(crate) fn put_or_lock<P: Policy>(&self) -> Option<u16> {
         // Release on success: as `put_return`. When the lock is taken, its
         // Acquire orders what follows.
-        let step = |c| match decremented(c) {
-            Some(new) if c > 1 => Step::Set(new),
-            _ => Step::Lock,
-        };
-        match self.update::<P>(Ordering::Release, step) {
+        match self.update::<P>(Ordering::Release, -1, 2) {
             Outcome::Done(_) => None,
-            Outcome::Stopped | Outcome::Fallback(_) => put_or_lock_locked(self),
+            Outcome::Outside(SATURATED) => {
+                self.decided();
+                None
+            }
+            Outcome::Outside(_) => {
+                self.stats.record(Event::Fallback);
+                put_or_lock_locked(self)
+            }
+            Outcome::Fallback(_) => put_or_lock_locked(self),
         }
     }
 
