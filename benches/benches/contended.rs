@@ -20,9 +20,7 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion};
 use lockref::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
 use lockref::LockRef;
-use lockref_benches::{
-    contended, contenders, machine, mops, ratio, Contender, Lr, Registry, Table,
-};
+use lockref_benches::{contended, contenders, machine, mops, ratio, Registry, Table};
 
 static REG: Registry = Registry::new();
 
