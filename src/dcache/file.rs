@@ -129,7 +129,13 @@ impl OpenFlags {
 
 /// A file object (`struct file`): a count of references (`f_count`) and,
 /// once opened, the path it was opened at.
+///
+/// `repr(C)` with the deferred-work item first, so the item's address is
+/// the file's (`container_of` for `f_task_work`).
+#[repr(C)]
 pub(crate) struct File<'c> {
+    /// The deferred `__fput` (`f_task_work`).
+    work: task_work::Callback,
     count: AtomicUsize,
     cache: &'c Dcache,
     flags: OpenFlags,
@@ -213,6 +219,7 @@ impl Dcache {
     pub fn alloc_file(&self, flags: OpenFlags) -> EmptyFile<'_> {
         self.files.add(1);
         let file = Box::new(File {
+            work: task_work::Callback::new(run_fput),
             count: AtomicUsize::new(1),
             cache: self,
             flags,
@@ -375,9 +382,15 @@ impl<'c> EmptyFile<'c> {
     pub fn release_deferred(self) {
         let ptr = self.file;
         core::mem::forget(self);
-        // SAFETY: the token's reference is the last one, handed to the
-        // deferred release as `fput` does.
-        unsafe { fput_last(ptr, true) };
+        // SAFETY: the token's reference keeps the file alive here.
+        let file = unsafe { ptr.as_ref() };
+        // `fput` itself: drop our reference (Release, as in `FileRef`'s
+        // drop), and if it was the last, defer the release.
+        if file.count.fetch_sub(1, Ordering::Release) == 1 {
+            fence(Ordering::Acquire);
+            // SAFETY: the count reached zero: ours was the last reference.
+            unsafe { fput_last(ptr, true) };
+        }
     }
 }
 
@@ -488,6 +501,9 @@ impl Drop for FileRef<'_> {
         }
         // Acquire: every other holder's uses happen before the free.
         fence(Ordering::Acquire);
+        // A stray reference to an unopened file frees it now: only
+        // `EmptyFile::release_deferred` (the pre-seed-001 path) defers an
+        // unopened file.
         let opened = file.path.is_some();
         // SAFETY: the count reached zero: ours was the last reference.
         unsafe { fput_last(self.file, opened) };
@@ -511,10 +527,11 @@ impl fmt::Debug for FileRef<'_> {
 /// No reference to `file` may remain, and it must not be freed elsewhere.
 unsafe fn fput_last(file: NonNull<File<'_>>, deferred: bool) {
     if deferred {
-        // SAFETY: `run_fput` frees a file with no references left, at the
-        // end of the current operation, while the cache it borrows is still
-        // borrowed by that operation (see `task_work`).
-        unsafe { task_work::defer(file.as_ptr().cast(), run_fput) };
+        // SAFETY: the item lives in the file, which nobody else references
+        // now; `run_fput` frees it once, at the end of the current
+        // operation, while the cache it borrows is still borrowed by that
+        // operation (see `task_work`).
+        unsafe { task_work::defer(file.as_ptr().cast::<task_work::Callback>()) };
     } else {
         // SAFETY: the caller's guarantee.
         unsafe { free(file) };
@@ -525,11 +542,14 @@ unsafe fn fput_last(file: NonNull<File<'_>>, deferred: bool) {
 ///
 /// # Safety
 ///
-/// `arg` is a `File` with no references left, freed by nobody else.
-unsafe fn run_fput(arg: *mut ()) {
-    // SAFETY: the caller's guarantee; `File<'_>`'s lifetime was erased for
-    // the queue and the cache it borrows outlives the queue (`task_work`).
-    unsafe { free(NonNull::new_unchecked(arg.cast::<File<'_>>())) };
+/// `work` is the item embedded first in a `File` with no references left,
+/// freed by nobody else.
+unsafe fn run_fput(work: *mut task_work::Callback) {
+    // SAFETY: the caller's guarantee; the item is the file's first field
+    // (`repr(C)`), so its address is the file's. `File<'_>`'s lifetime was
+    // erased for the queue; the cache it borrows outlives the queue
+    // (`task_work`).
+    unsafe { free(NonNull::new_unchecked(work.cast::<File<'_>>())) };
 }
 
 /// Frees a file object: drops its path (`dput`, `mntput`) and the memory.

@@ -1,0 +1,199 @@
+//! Runs a loop body on N pinned workers and samples their counters, as
+//! will-it-scale's main loop does.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+use lockref::dcache::Errno;
+
+/// How long and how to run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunConfig {
+    /// Measured time per run.
+    pub duration: Duration,
+    /// Time run before measuring.
+    pub warmup: Duration,
+    /// Pin worker `i` to CPU `i mod ncpu`.
+    pub pin: bool,
+    /// Print the per-tick min/max/total lines.
+    pub progress: bool,
+}
+
+/// One run's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    /// Testcase name.
+    pub testcase: String,
+    /// Variant name.
+    pub variant: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Operations per second, all workers, averaged over the duration.
+    pub total: f64,
+    /// The slowest worker's operations per second.
+    pub min: f64,
+    /// The fastest worker's operations per second.
+    pub max: f64,
+}
+
+/// Why a run failed.
+#[derive(Debug)]
+pub enum RunError {
+    /// A loop body's operation failed.
+    Op(Errno),
+    /// Writing progress failed.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Op(e) => write!(f, "loop body failed: {e}"),
+            RunError::Io(e) => write!(f, "writing output: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Pins the calling thread to `cpu` (Linux); elsewhere does nothing.
+pub fn pin_to(cpu: usize) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `set` is a plain bitmask on our stack, sized as the call
+    // expects; pid 0 is the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpu;
+}
+
+/// CPUs available to this process.
+pub fn cpus() -> usize {
+    thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `body(worker)` in a loop on `threads` workers, each first built by
+/// `make(worker)`, for `cfg.warmup` then `cfg.duration`, printing one line
+/// per tick (a quarter second, or less for short runs).
+pub fn run<W, M, B>(
+    label: (&str, &str),
+    threads: usize,
+    cfg: &RunConfig,
+    out: &mut dyn Write,
+    make: M,
+    body: B,
+) -> Result<Measurement, RunError>
+where
+    M: Fn(usize) -> Result<W, Errno> + Sync,
+    B: Fn(&W) -> Result<(), Errno> + Sync,
+{
+    let counters: Vec<CachePadded<AtomicU64>> = (0..threads)
+        .map(|_| CachePadded::new(AtomicU64::new(0)))
+        .collect();
+    let stop = AtomicBool::new(false);
+    let failure: Mutex<Option<Errno>> = Mutex::new(None);
+    let ncpu = cpus();
+    let result = thread::scope(|s| {
+        for t in 0..threads {
+            let (counters, stop, failure, make, body) = (&counters, &stop, &failure, &make, &body);
+            s.spawn(move || {
+                if cfg.pin {
+                    pin_to(t % ncpu);
+                }
+                let fail = |e| {
+                    *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    stop.store(true, Ordering::Relaxed);
+                };
+                let worker = match make(t) {
+                    Ok(w) => w,
+                    Err(e) => return fail(e),
+                };
+                // Relaxed: the flag only ends the loop; counters are read
+                // as totals.
+                while !stop.load(Ordering::Relaxed) {
+                    if let Err(e) = body(&worker) {
+                        return fail(e);
+                    }
+                    counters[t].fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        let snapshot = || {
+            counters
+                .iter()
+                .map(|c| c.load(Ordering::Relaxed))
+                .collect::<Vec<u64>>()
+        };
+        thread::sleep(cfg.warmup);
+        let start = snapshot();
+        let t0 = Instant::now();
+        let tick = Duration::from_millis(250).min(cfg.duration.max(Duration::from_millis(1)));
+        let mut last = start.clone();
+        let mut last_t = t0;
+        let mut io = Ok(());
+        while t0.elapsed() < cfg.duration && !stop.load(Ordering::Relaxed) {
+            thread::sleep(
+                tick.min(cfg.duration.saturating_sub(t0.elapsed()))
+                    .max(Duration::from_millis(1)),
+            );
+            let now = snapshot();
+            let secs = last_t.elapsed().as_secs_f64();
+            last_t = Instant::now();
+            if cfg.progress {
+                let rates: Vec<f64> = now
+                    .iter()
+                    .zip(&last)
+                    .map(|(n, l)| (n - l) as f64 / secs)
+                    .collect();
+                let (min, max) = min_max(&rates);
+                io = io.and_then(|()| {
+                    writeln!(
+                        out,
+                        "{:<10} {:<16} {threads:>3} threads  min:{:>12.0} max:{:>12.0} total:{:>13.0}",
+                        label.0,
+                        label.1,
+                        min,
+                        max,
+                        rates.iter().sum::<f64>()
+                    )
+                });
+            }
+            last = now;
+        }
+        let end = snapshot();
+        let secs = t0.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        io.map(|()| (start, end, secs))
+    });
+    if let Some(e) = *failure.lock().unwrap_or_else(|p| p.into_inner()) {
+        return Err(RunError::Op(e));
+    }
+    let (start, end, secs) = result.map_err(RunError::Io)?;
+    let rates: Vec<f64> = end
+        .iter()
+        .zip(&start)
+        .map(|(e, s)| (e - s) as f64 / secs)
+        .collect();
+    let (min, max) = min_max(&rates);
+    Ok(Measurement {
+        testcase: label.0.into(),
+        variant: label.1.into(),
+        threads,
+        total: rates.iter().sum(),
+        min,
+        max,
+    })
+}
+
+fn min_max(rates: &[f64]) -> (f64, f64) {
+    let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = rates.iter().copied().fold(0.0, f64::max);
+    (if min.is_finite() { min } else { 0.0 }, max)
+}

@@ -1,0 +1,355 @@
+//! The testcases: a loop body per worker over one shared dcache, in each
+//! variant (a seed's before and after, or a lockref policy).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use lockref::dcache::{Config, Dcache, Errno, OpenFlags, Variants};
+use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
+use lockref::LockRef;
+
+/// A testcase, as will-it-scale names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Testcase {
+    /// Open + close the same existing file, read-only (seed 000).
+    Open3,
+    /// Open + close a separate file per thread (control: no shared line).
+    Open1,
+    /// Open a name that does not exist (seed 001).
+    OpenNeg,
+    /// Allocate and free a pseudo dentry (seed 002).
+    Pseudo,
+    /// O_CREAT open + close of an existing file in a shared directory
+    /// (seed 003).
+    Creat,
+    /// Cached-name lookup on a revalidating filesystem (seed 004).
+    TryLookup,
+    /// Look up the same name and release it, lockref in its own line vs in
+    /// the lookup line (the kernel's 2024 `d_lockref` move). Synthetic: the
+    /// dcache's layout is fixed at compile time, so this runs the lookup
+    /// and the reference on two small dentry layouts.
+    Stat2,
+    /// get + put on one shared LockRef, each policy and the fetch_add floor.
+    Lockref,
+}
+
+/// Every testcase, in the order the summary lists them.
+pub const ALL: [Testcase; 8] = [
+    Testcase::Open3,
+    Testcase::Open1,
+    Testcase::OpenNeg,
+    Testcase::Pseudo,
+    Testcase::Creat,
+    Testcase::TryLookup,
+    Testcase::Stat2,
+    Testcase::Lockref,
+];
+
+impl Testcase {
+    /// The name used on the command line and in the outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Testcase::Open3 => "open3",
+            Testcase::Open1 => "open1",
+            Testcase::OpenNeg => "openneg",
+            Testcase::Pseudo => "pseudo",
+            Testcase::Creat => "creat",
+            Testcase::TryLookup => "trylookup",
+            Testcase::Stat2 => "stat2",
+            Testcase::Lockref => "lockref",
+        }
+    }
+
+    /// Parses a testcase name.
+    pub fn from_name(name: &str) -> Option<Testcase> {
+        ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The variants, baseline first.
+    pub fn variants(self) -> &'static [&'static str] {
+        match self {
+            Testcase::Open3 | Testcase::Open1 => &["get/put", "consume"],
+            Testcase::OpenNeg => &["deferred fput", "token"],
+            Testcase::Pseudo => &["root parent", "self parent"],
+            Testcase::Creat => &["lock first", "lookup first"],
+            Testcase::TryLookup => &["revalidate", "no revalidate"],
+            Testcase::Stat2 => &["lookup line", "own line"],
+            Testcase::Lockref => &["fetch_add floor", "KernelRetry", "WaitUnlock", "ExpBackoff"],
+        }
+    }
+
+    /// What the seed reported, for the summary.
+    pub fn seed_figure(self) -> &'static str {
+        match self {
+            Testcase::Open3 => "+39% at 20 cores (seed 000)",
+            Testcase::Open1 => "control",
+            Testcase::OpenNeg => "+49% at 1 task (seed 001)",
+            Testcase::Pseudo => "27.5 s -> 23.8 s at 8 CPUs (seed 002)",
+            Testcase::Creat => "18 s -> 10 s (seed 003)",
+            Testcase::TryLookup => "more than 2x (seed 004)",
+            Testcase::Stat2 => "+55% (d_lockref move)",
+            Testcase::Lockref => "",
+        }
+    }
+
+    /// The shared state for `variant` (an index into
+    /// [`variants`](Self::variants)) and `threads` workers.
+    pub fn setup(self, variant: usize, threads: usize) -> State {
+        let seed_after = variant > 0;
+        let dcache = |revalidate: bool| {
+            let mut variants = Variants::BEFORE;
+            match self {
+                Testcase::Open3 | Testcase::Open1 => variants.open_consume = seed_after,
+                Testcase::OpenNeg => variants.failed_open_token = seed_after,
+                Testcase::Pseudo => variants.pseudo_self_parent = seed_after,
+                Testcase::Creat => variants.creat_lookup_first = seed_after,
+                Testcase::TryLookup => variants.try_lookup_skips_revalidate = seed_after,
+                _ => {}
+            }
+            let cache = Dcache::new(Config {
+                buckets: 1 << 12,
+                revalidate,
+                variants,
+            });
+            cache.mkdir("/tmp").expect("fresh cache");
+            cache.mkdir("/tmp/shared").expect("fresh cache");
+            cache
+        };
+        match self {
+            Testcase::Open3 | Testcase::Creat => {
+                let cache = dcache(false);
+                touch(&cache, "/tmp/shared/file");
+                State::Dcache(cache)
+            }
+            Testcase::Open1 => {
+                let cache = dcache(false);
+                for t in 0..threads {
+                    cache.mkdir(&format!("/tmp/t{t}")).expect("fresh dir");
+                    touch(&cache, &format!("/tmp/t{t}/file"));
+                }
+                State::Dcache(cache)
+            }
+            Testcase::OpenNeg | Testcase::Pseudo => State::Dcache(dcache(false)),
+            Testcase::TryLookup => {
+                let cache = dcache(true);
+                touch(&cache, "/tmp/shared/file");
+                State::Dcache(cache)
+            }
+            Testcase::Stat2 => State::Stat2 {
+                same: SameLine::new(),
+                split: SplitLine::new(),
+                own_line: seed_after,
+            },
+            Testcase::Lockref => match variant {
+                0 => State::Floor(AtomicU64::new(1)),
+                1 => State::KernelRetry(LockRef::with_policy(())),
+                2 => State::WaitUnlock(LockRef::with_policy(())),
+                _ => State::ExpBackoff(LockRef::with_policy(())),
+            },
+        }
+    }
+
+    /// A worker's context for `thread`: what it holds across iterations
+    /// (its own path, a reference on the directory it looks in).
+    ///
+    /// # Errors
+    ///
+    /// The dcache's error if the setup it expects is missing.
+    pub fn worker<'s>(self, state: &'s State, thread: usize) -> Result<Worker<'s>, Errno> {
+        let dir = match (self, state) {
+            (Testcase::TryLookup, State::Dcache(c)) => {
+                Some(c.lookup_path("/tmp/shared")?.dentry().clone())
+            }
+            _ => None,
+        };
+        Ok(Worker {
+            testcase: self,
+            state,
+            path: format!("/tmp/t{thread}/file"),
+            dir,
+        })
+    }
+}
+
+/// One worker's view of a testcase.
+pub struct Worker<'s> {
+    testcase: Testcase,
+    state: &'s State,
+    path: String,
+    dir: Option<lockref::dcache::DentryRef<'s>>,
+}
+
+impl Worker<'_> {
+    /// One iteration of the loop body.
+    ///
+    /// # Errors
+    ///
+    /// The dcache's error if an operation that must succeed fails (or one
+    /// that must fail succeeds: reported as `EINVAL`).
+    #[inline]
+    pub fn run_once(&self) -> Result<(), Errno> {
+        match (self.testcase, self.state) {
+            (Testcase::Open3, State::Dcache(c)) => {
+                c.close(c.open("/tmp/shared/file", OpenFlags::RDONLY)?);
+            }
+            (Testcase::Open1, State::Dcache(c)) => {
+                c.close(c.open(&self.path, OpenFlags::RDONLY)?);
+            }
+            (Testcase::OpenNeg, State::Dcache(c)) => {
+                match c.open("/tmp/nonexistent", OpenFlags::RDONLY) {
+                    Err(Errno::NoEnt) => {}
+                    Err(e) => return Err(e),
+                    Ok(_) => return Err(Errno::Inval),
+                }
+            }
+            (Testcase::Pseudo, State::Dcache(c)) => drop(c.alloc_pseudo()),
+            (Testcase::Creat, State::Dcache(c)) => {
+                c.close(c.open("/tmp/shared/file", OpenFlags::WRONLY.creat())?);
+            }
+            (Testcase::TryLookup, State::Dcache(c)) => {
+                let dir = self.dir.as_ref().ok_or(Errno::NoEnt)?;
+                if c.try_lookup_noperm(dir, "file")?.is_none() {
+                    return Err(Errno::NoEnt);
+                }
+            }
+            (
+                Testcase::Stat2,
+                State::Stat2 {
+                    same,
+                    split,
+                    own_line,
+                },
+            ) => {
+                if *own_line {
+                    split.stat();
+                } else {
+                    same.stat();
+                }
+            }
+            (Testcase::Lockref, State::Floor(a)) => {
+                a.fetch_add(1, Ordering::Relaxed);
+                a.fetch_sub(1, Ordering::Release);
+            }
+            (Testcase::Lockref, State::KernelRetry(r)) => get_put(r),
+            (Testcase::Lockref, State::WaitUnlock(r)) => get_put(r),
+            (Testcase::Lockref, State::ExpBackoff(r)) => get_put(r),
+            _ => return Err(Errno::Inval),
+        }
+        Ok(())
+    }
+}
+
+fn get_put<P: lockref::policy::Policy>(r: &LockRef<(), P>) {
+    r.get();
+    if r.put_return().is_err() {
+        let _ = r.lock().decrement();
+    }
+}
+
+fn touch(cache: &Dcache, path: &str) {
+    cache.close(
+        cache
+            .open(path, OpenFlags::WRONLY.creat())
+            .expect("create in a fresh cache"),
+    );
+}
+
+/// A testcase's shared state. Built once per run, so the size difference
+/// between variants does not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum State {
+    /// A dcache.
+    Dcache(Dcache),
+    /// The two dentry layouts of stat2, and which one is measured.
+    Stat2 {
+        /// Lockref in the lookup line.
+        same: SameLine,
+        /// Lockref on its own line.
+        split: SplitLine,
+        /// Measure `split` (else `same`).
+        own_line: bool,
+    },
+    /// The fetch_add floor.
+    Floor(AtomicU64),
+    /// A lockref with the kernel's policy.
+    KernelRetry(LockRef<(), KernelRetry>),
+    /// A lockref with seed 003's bounded wait.
+    WaitUnlock(LockRef<(), WaitUnlock>),
+    /// A lockref with exponential backoff.
+    ExpBackoff(LockRef<(), ExpBackoff>),
+}
+
+impl State {
+    /// The dcache, for testcases that have one.
+    pub fn dcache(&self) -> Option<&Dcache> {
+        match self {
+            State::Dcache(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// stat2's dentry with the lockref in the line a lookup reads.
+#[repr(C, align(64))]
+pub struct SameLine {
+    hash: u64,
+    parent: usize,
+    name: [u8; 32],
+    lockref: LockRef<()>,
+}
+
+/// stat2's dentry with the lockref on a line of its own.
+#[repr(C, align(64))]
+pub struct SplitLine {
+    hash: u64,
+    parent: usize,
+    name: [u8; 32],
+    lockref: Line<LockRef<()>>,
+}
+
+/// A value on its own 64-byte line.
+#[repr(C, align(64))]
+pub struct Line<T>(T);
+
+const NAME: [u8; 32] = *b"passwd\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
+
+fn matches(hash: &u64, parent: &usize, name: &[u8; 32]) -> bool {
+    std::hint::black_box(*hash) == 0x5eed
+        && std::hint::black_box(*parent) == 1
+        && std::hint::black_box(name)[..6] == NAME[..6]
+}
+
+impl SameLine {
+    fn new() -> Self {
+        SameLine {
+            hash: 0x5eed,
+            parent: 1,
+            name: NAME,
+            lockref: LockRef::new(()),
+        }
+    }
+
+    /// A lookup (read the key fields, compare the name) then a reference
+    /// taken and dropped, as stat does.
+    fn stat(&self) {
+        if matches(&self.hash, &self.parent, &self.name) && self.lockref.get_not_dead() {
+            let _ = self.lockref.put_return();
+        }
+    }
+}
+
+impl SplitLine {
+    fn new() -> Self {
+        SplitLine {
+            hash: 0x5eed,
+            parent: 1,
+            name: NAME,
+            lockref: Line(LockRef::new(())),
+        }
+    }
+
+    fn stat(&self) {
+        if matches(&self.hash, &self.parent, &self.name) && self.lockref.0.get_not_dead() {
+            let _ = self.lockref.0.put_return();
+        }
+    }
+}
