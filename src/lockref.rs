@@ -343,7 +343,7 @@ impl<T, P: Policy> LockRef<T, P> {
     #[inline]
     pub fn try_lock(&self) -> Option<LockRefGuard<'_, T, P>> {
         self.raw
-            .try_lock()
+            .try_lock_op()
             .map(|ticket| LockRefGuard::new(self, ticket))
     }
 
@@ -384,7 +384,7 @@ impl<T, P: Policy> LockRef<T, P> {
     /// ```
     #[cfg(feature = "stats")]
     pub fn stats(&self) -> crate::StatsSnapshot {
-        self.raw.stats_ref().snapshot()
+        self.raw.stats().snapshot()
     }
 
     /// Sets this object's counters to zero (feature `stats`).
@@ -397,7 +397,7 @@ impl<T, P: Policy> LockRef<T, P> {
     /// ```
     #[cfg(feature = "stats")]
     pub fn reset_stats(&self) {
-        self.raw.stats_ref().reset();
+        self.raw.stats().reset();
     }
 }
 

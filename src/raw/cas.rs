@@ -279,39 +279,14 @@ impl RawLockRef {
             Outcome::Fallback(_) => put_or_lock_locked(self),
         }
     }
-
-    /// Takes the lock (counted as an operation).
-    #[inline]
-    pub(crate) fn lock_op(&self) -> u16 {
-        self.stats.record(Event::Op);
-        self.lock_counted()
-    }
-
-    #[inline]
-    pub(crate) fn try_lock(&self) -> Option<u16> {
-        self.stats.record(Event::Op);
-        let ticket = ticket::try_lock(&self.word);
-        if ticket.is_some() {
-            self.stats.record(Event::Locked);
-        }
-        ticket
-    }
-
-    #[cfg(feature = "stats")]
-    pub(crate) fn stats_ref(&self) -> &Stats {
-        &self.stats
-    }
 }
 
 impl Locked for RawLockRef {
-    #[inline]
-    fn lock(&self) -> u16 {
-        ticket::lock(&self.word)
-    }
+    type Word = AtomicU64;
 
     #[inline]
-    fn unlock(&self, ticket: u16) {
-        ticket::unlock(&self.word, ticket);
+    fn lock_word(&self) -> &AtomicU64 {
+        &self.word
     }
 
     #[inline]

@@ -8,7 +8,7 @@
 //! `count` is written only with the lock held; it is atomic only so that
 //! the racy snapshot [`RawLockRef::count`] is not a data race.
 
-use super::ticket::{self, LockWord};
+use super::ticket::LockWord;
 use super::{get_at_least_locked, get_locked, get_on_dead, put_or_lock_locked, Locked};
 use crate::error::PutError;
 use crate::policy::Policy;
@@ -119,38 +119,14 @@ impl RawLockRef {
         self.begin();
         put_or_lock_locked(self)
     }
-
-    #[inline]
-    pub(crate) fn lock_op(&self) -> u16 {
-        self.stats.record(Event::Op);
-        self.lock_counted()
-    }
-
-    #[inline]
-    pub(crate) fn try_lock(&self) -> Option<u16> {
-        self.stats.record(Event::Op);
-        let ticket = ticket::try_lock(&self.lock);
-        if ticket.is_some() {
-            self.stats.record(Event::Locked);
-        }
-        ticket
-    }
-
-    #[cfg(feature = "stats")]
-    pub(crate) fn stats_ref(&self) -> &Stats {
-        &self.stats
-    }
 }
 
 impl Locked for RawLockRef {
-    #[inline]
-    fn lock(&self) -> u16 {
-        ticket::lock(&self.lock)
-    }
+    type Word = AtomicU32;
 
     #[inline]
-    fn unlock(&self, ticket: u16) {
-        ticket::unlock(&self.lock, ticket);
+    fn lock_word(&self) -> &AtomicU32 {
+        &self.lock
     }
 
     #[inline]

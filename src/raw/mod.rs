@@ -39,21 +39,51 @@ cfg_if::cfg_if! {
     }
 }
 
-/// What the locked paths need from an implementation.
+/// What the locked paths need from an implementation, and the lock
+/// operations both implementations share.
 pub(crate) trait Locked {
-    fn lock(&self) -> u16;
-    fn unlock(&self, ticket: u16);
+    /// The atomic word whose top half is the ticket lock.
+    type Word: ticket::LockWord;
+    fn lock_word(&self) -> &Self::Word;
     /// The count; only meaningful with the lock held.
     fn count_locked(&self) -> i32;
     /// Changes the count from `old` (its value now) to `new`; lock held.
     fn set_count_locked(&self, old: i32, new: i32);
     fn stats(&self) -> &Stats;
 
+    #[inline]
+    fn lock(&self) -> u16 {
+        ticket::lock(self.lock_word())
+    }
+
+    #[inline]
+    fn unlock(&self, ticket: u16) {
+        ticket::unlock(self.lock_word(), ticket);
+    }
+
     /// `lock` with the acquisition counted.
     #[inline]
     fn lock_counted(&self) -> u16 {
         let ticket = self.lock();
         self.stats().record(Event::Locked);
+        ticket
+    }
+
+    /// Takes the lock (counted as an operation).
+    #[inline]
+    fn lock_op(&self) -> u16 {
+        self.stats().record(Event::Op);
+        self.lock_counted()
+    }
+
+    /// Takes the lock if it is free now (counted as an operation).
+    #[inline]
+    fn try_lock_op(&self) -> Option<u16> {
+        self.stats().record(Event::Op);
+        let ticket = ticket::try_lock(self.lock_word());
+        if ticket.is_some() {
+            self.stats().record(Event::Locked);
+        }
         ticket
     }
 }
