@@ -113,8 +113,15 @@ impl Dcache {
     /// RCU walk: no references while walking, one on the result
     /// (`__legitimize_path`). `Ok(None)` means "retry taking references"
     /// (the kernel's `-ECHILD`): a miss in the cache, a dentry that must be
-    /// revalidated, or a result that died before we counted it.
-    fn walk_rcu(&self, parts: &[&[u8]]) -> Result<Option<DentryRef<'_>>, Errno> {
+    /// revalidated, or a result that died before we counted it. A negative
+    /// result is `ENOENT` without any reference taken, unless
+    /// `keep_negative` (a cached miss writes nothing, as in the kernel's
+    /// RCU walk).
+    fn walk_rcu(
+        &self,
+        parts: &[&[u8]],
+        keep_negative: bool,
+    ) -> Result<Option<DentryRef<'_>>, Errno> {
         let guard = epoch::pin();
         let mut ptr = self.root;
         for &part in parts {
@@ -143,8 +150,12 @@ impl Dcache {
             }
         }
         // SAFETY: as above.
-        if unsafe { ptr.as_ref() }.flags() & REVALIDATE != 0 {
+        let last = unsafe { ptr.as_ref() };
+        if last.flags() & REVALIDATE != 0 {
             return Ok(None);
+        }
+        if !keep_negative && last.kind().is_none() {
+            return Err(Errno::NoEnt);
         }
         if ptr == self.root {
             return Ok(Some(self.root_ref()));
@@ -173,10 +184,23 @@ impl Dcache {
     /// `path_lookupat`: RCU walk, then ref walk if that asks for it. The
     /// result may be negative.
     fn resolve(&self, parts: &[&[u8]]) -> Result<DentryRef<'_>, Errno> {
-        match self.walk_rcu(parts)? {
+        match self.walk_rcu(parts, true)? {
             Some(d) => Ok(d),
             None => self.walk_ref(parts),
         }
+    }
+
+    /// [`resolve`](Self::resolve) for a name that must exist: `ENOENT` for
+    /// a negative result, with no reference taken in the RCU walk.
+    fn resolve_positive(&self, parts: &[&[u8]]) -> Result<DentryRef<'_>, Errno> {
+        let d = match self.walk_rcu(parts, false)? {
+            Some(d) => d,
+            None => self.walk_ref(parts)?,
+        };
+        if d.kind().is_none() {
+            return Err(Errno::NoEnt);
+        }
+        Ok(d)
     }
 
     /// `lookup_fast` then `lookup_slow` for one component under a
@@ -282,10 +306,7 @@ impl Dcache {
     pub fn lookup_path(&self, path: &str) -> Result<PathRef<'_>, Errno> {
         let _scope = task_work::Scope::enter();
         let parts = Components::parse(path)?;
-        let d = self.resolve(&parts.parts)?;
-        if d.kind().is_none() {
-            return Err(Errno::NoEnt);
-        }
+        let d = self.resolve_positive(&parts.parts)?;
         Ok(self.path(d))
     }
 
@@ -304,7 +325,7 @@ impl Dcache {
     pub fn stat(&self, path: &str) -> Result<Stat, Errno> {
         let _scope = task_work::Scope::enter();
         let parts = Components::parse(path)?;
-        let d = self.resolve(&parts.parts)?;
+        let d = self.resolve_positive(&parts.parts)?;
         let inode = d.dentry().inode().ok_or(Errno::NoEnt)?;
         Ok(Stat {
             ino: inode.ino,
@@ -387,19 +408,22 @@ impl Dcache {
     fn open_path(&self, path: &str, flags: OpenFlags) -> Result<PathRef<'_>, Errno> {
         let parts = Components::parse(path)?;
         if !flags.is_creat() {
-            let d = self.resolve(&parts.parts)?;
+            let d = self.resolve_positive(&parts.parts)?;
             return Ok(self.path(d));
         }
         let (dirs, last) = parts.split_last()?;
         if self.variants.creat_lookup_first {
             // Seed 003: an opportunistic lookup without the directory lock.
-            if let Some(d) = self.walk_rcu(&parts.parts)? {
-                if d.kind().is_some() {
+            match self.walk_rcu(&parts.parts, false) {
+                Ok(Some(d)) => {
                     if flags.is_excl() {
                         return Err(Errno::Exist);
                     }
                     return Ok(self.path(d));
                 }
+                // Absent (or a cache miss): create under the lock.
+                Ok(None) | Err(Errno::NoEnt) => {}
+                Err(e) => return Err(e),
             }
         }
         let d = self.create_locked(dirs, last, InodeKind::File, flags.is_excl())?;

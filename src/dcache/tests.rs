@@ -483,6 +483,26 @@ mod accounting {
     }
 
     #[test]
+    fn a_cached_miss_writes_no_count() {
+        let c = cache(Variants::AFTER);
+        assert_eq!(c.stat("/missing"), Err(Errno::NoEnt)); // caches the miss
+        let root = c.root();
+        let neg = c.lookup_noperm_unlocked(root.dentry(), "missing").unwrap();
+        assert_eq!(neg.kind(), None);
+        neg.reset_lockref_stats();
+        assert_eq!(c.stat("/missing"), Err(Errno::NoEnt));
+        assert_eq!(
+            c.open("/missing", OpenFlags::RDONLY).err(),
+            Some(Errno::NoEnt)
+        );
+        assert_eq!(
+            neg.lockref_stats().operations,
+            0,
+            "RCU walk: ENOENT without a reference"
+        );
+    }
+
+    #[test]
     fn lookup_writes_only_the_found_dentrys_count() {
         let c = cache(Variants::AFTER);
         c.mkdir("/a").unwrap();
