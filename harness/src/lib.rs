@@ -29,16 +29,19 @@ pub fn run_testcases(opts: &Options, out: &mut dyn Write) -> Result<Vec<Measurem
     for &tc in &opts.testcases {
         for &threads in &opts.threads {
             for (v, name) in tc.variants().iter().enumerate() {
-                let state = tc.setup(v, threads);
-                let m = runner::run(
-                    (tc.name(), name),
-                    threads,
-                    &cfg,
-                    out,
-                    |t| tc.worker(&state, t),
-                    |w| w.run_once(),
-                )?;
-                results.push(m);
+                let mut runs = Vec::with_capacity(opts.repeat);
+                for _ in 0..opts.repeat.max(1) {
+                    let state = tc.setup(v, threads);
+                    runs.push(runner::run(
+                        (tc.name(), name),
+                        threads,
+                        &cfg,
+                        out,
+                        |t| tc.worker(&state, t),
+                        |w| w.run_once(),
+                    )?);
+                }
+                results.push(median(runs));
             }
         }
     }
@@ -113,6 +116,17 @@ pub fn run_replay(
         }
     }
     Ok(results)
+}
+
+/// The run with the median total of several runs of one configuration.
+///
+/// # Panics
+///
+/// Never for a non-empty `runs` (callers run at least once).
+pub fn median(mut runs: Vec<Measurement>) -> Measurement {
+    runs.sort_by(|a, b| a.total.total_cmp(&b.total));
+    let mid = runs.len() / 2;
+    runs.swap_remove(mid)
 }
 
 /// A one-line description of this machine.

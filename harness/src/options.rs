@@ -19,6 +19,8 @@ pub struct Options {
     pub warmup: Duration,
     /// Pin workers to CPUs.
     pub pin: bool,
+    /// Runs per configuration; the median (by total ops/s) is reported.
+    pub repeat: usize,
     /// Per-tick progress lines.
     pub progress: bool,
     /// CSV output file.
@@ -50,6 +52,7 @@ usage: wis [options]
   -d, --duration SECS     measured seconds per run (default 1)
   -w, --warmup SECS       warm-up seconds per run (default 0.25)
       --pin               pin worker i to CPU i mod ncpu, as will-it-scale does
+  -r, --repeat N          run each configuration N times, report the median (default 1)
   -q, --quiet             no per-tick min/max/total lines
       --csv FILE          write runtest.py-style CSV
       --json FILE         write JSON
@@ -69,6 +72,7 @@ impl Default for Options {
             duration: Duration::from_secs(1),
             warmup: Duration::from_millis(250),
             pin: false,
+            repeat: 1,
             progress: true,
             csv: None,
             json: None,
@@ -148,6 +152,17 @@ impl Options {
                 "-d" | "--duration" => o.duration = seconds(&name, &value(&name)?)?,
                 "-w" | "--warmup" => o.warmup = seconds(&name, &value(&name)?)?,
                 "--pin" => o.pin = true,
+                "-r" | "--repeat" => {
+                    let v = value(&name)?;
+                    o.repeat = match v.parse::<usize>() {
+                        Ok(n) if (1..=100).contains(&n) => n,
+                        _ => {
+                            return Err(format!(
+                                "{name}: `{v}` is not a repeat count between 1 and 100"
+                            ))
+                        }
+                    };
+                }
                 "-q" | "--quiet" => o.progress = false,
                 "--csv" => o.csv = Some(value(&name)?),
                 "--json" => o.json = Some(value(&name)?),

@@ -45,6 +45,7 @@ fn options_parse_and_reject() {
         ("-d 0", "more than 0"),
         ("--csv", "needs a value"),
         ("--sweep 100000", "not a thread count"),
+        ("--repeat 0", "not a repeat count"),
     ] {
         let e = Options::parse(args(bad)).unwrap_err();
         assert!(e.contains(says), "{bad}: {e}");
@@ -214,6 +215,28 @@ fn runs_produce_well_formed_outputs() {
     assert_eq!(svg.matches("<g>").count(), svg.matches("</g>").count());
     assert_eq!(svg.matches("<polyline").count(), 2 + 4);
     assert!(svg.contains("m&lt;&amp;&gt;"), "text is escaped");
+}
+
+#[test]
+fn repeat_reports_the_median_run() {
+    let mut opts = quick();
+    opts.testcases = vec![Testcase::Lockref];
+    opts.threads = vec![1];
+    opts.repeat = 3;
+    let results = run_testcases(&opts, &mut Vec::new()).unwrap();
+    assert_eq!(results.len(), 4, "one result per variant, not per run");
+    let m = |t: f64| Measurement {
+        testcase: "x".into(),
+        variant: "y".into(),
+        threads: 1,
+        total: t,
+        min: t,
+        max: t,
+    };
+    assert_eq!(
+        lockref_harness::median(vec![m(3.0), m(1.0), m(2.0)]).total,
+        2.0
+    );
 }
 
 #[test]
