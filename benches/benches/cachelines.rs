@@ -9,12 +9,11 @@
 //! `cargo bench -p lockref-benches --bench cachelines`
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::Criterion;
 use crossbeam_utils::CachePadded;
 use lockref::LockRef;
-use lockref_benches::{contended, machine, mops, ratio, Registry, Table};
+use lockref_benches::{contended, criterion, machine, mops, ratio, Registry, Table};
 
 static REG: Registry = Registry::new();
 
@@ -168,11 +167,7 @@ fn report() {
 }
 
 fn main() {
-    let mut c = Criterion::default()
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_millis(800))
-        .sample_size(10)
-        .configure_from_args();
+    let mut c = criterion(200, 800, 10);
     sharing(&mut c);
     layout(&mut c);
     c.final_summary();

@@ -15,12 +15,11 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
 use lockref::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
 use lockref::LockRef;
-use lockref_benches::{contended, contenders, machine, mops, ratio, Registry, Table};
+use lockref_benches::{contended, contenders, criterion, machine, mops, ratio, Registry, Table};
 
 static REG: Registry = Registry::new();
 
@@ -174,11 +173,7 @@ fn report() {
 }
 
 fn main() {
-    let mut c = Criterion::default()
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_millis(800))
-        .sample_size(10)
-        .configure_from_args();
+    let mut c = criterion(200, 800, 10);
     shared(&mut c);
     mixed(&mut c);
     c.final_summary();

@@ -6,12 +6,11 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use criterion::Criterion;
 use lockref::policy::DefaultPolicy;
 use lockref::LockRef;
-use lockref_benches::{contenders, machine, ratio, Registry, Table};
+use lockref_benches::{contenders, criterion, machine, ratio, Registry, Table};
 
 static REG: Registry = Registry::new();
 
@@ -117,11 +116,7 @@ fn report() {
 }
 
 fn main() {
-    let mut c = Criterion::default()
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_millis(700))
-        .sample_size(20)
-        .configure_from_args();
+    let mut c = criterion(300, 700, 20);
     single_ops(&mut c);
     pairs(&mut c);
     c.final_summary();

@@ -336,17 +336,17 @@ pub fn ratio(x: f64) -> String {
     format!("{x:.2}x")
 }
 
-/// The machine, for table titles.
+/// The machine, for table titles (the harness's description).
 pub fn machine() -> String {
-    let cores = thread::available_parallelism().map_or(0, |n| n.get());
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    format!("{cpu}, {cores} cores")
+    lockref_harness::machine()
+}
+
+/// Criterion configured for short runs on a small machine: `warm_up` and
+/// `measure` milliseconds, `samples` samples, then the command line.
+pub fn criterion(warm_up: u64, measure: u64, samples: usize) -> criterion::Criterion {
+    criterion::Criterion::default()
+        .warm_up_time(Duration::from_millis(warm_up))
+        .measurement_time(Duration::from_millis(measure))
+        .sample_size(samples)
+        .configure_from_args()
 }

@@ -15,7 +15,6 @@ use lockref::dcache::{Config, Dcache, Variants};
 
 use crate::options::Options;
 use crate::runner::{Measurement, RunConfig, RunError};
-use crate::testcases::Testcase;
 
 /// Runs every selected testcase, variant and thread count, writing
 /// progress to `out`. Returns the measurements in run order.
@@ -141,9 +140,4 @@ pub fn machine() -> String {
         })
         .unwrap_or_else(|| std::env::consts::ARCH.into());
     format!("{cpu}, {} CPUs", runner::cpus())
-}
-
-/// Every testcase, for the default run.
-pub fn all_testcases() -> Vec<Testcase> {
-    testcases::ALL.to_vec()
 }

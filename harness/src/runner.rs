@@ -147,11 +147,7 @@ where
             let secs = last_t.elapsed().as_secs_f64();
             last_t = Instant::now();
             if cfg.progress {
-                let rates: Vec<f64> = now
-                    .iter()
-                    .zip(&last)
-                    .map(|(n, l)| (n - l) as f64 / secs)
-                    .collect();
+                let rates = rates(&now, &last, secs);
                 let (min, max) = min_max(&rates);
                 io = io.and_then(|()| {
                     writeln!(
@@ -176,11 +172,7 @@ where
         return Err(RunError::Op(e));
     }
     let (start, end, secs) = result.map_err(RunError::Io)?;
-    let rates: Vec<f64> = end
-        .iter()
-        .zip(&start)
-        .map(|(e, s)| (e - s) as f64 / secs)
-        .collect();
+    let rates = rates(&end, &start, secs);
     let (min, max) = min_max(&rates);
     Ok(Measurement {
         testcase: label.0.into(),
@@ -190,6 +182,14 @@ where
         min,
         max,
     })
+}
+
+/// Each worker's operations per second between two counter snapshots.
+fn rates(now: &[u64], then: &[u64], secs: f64) -> Vec<f64> {
+    now.iter()
+        .zip(then)
+        .map(|(n, t)| (n - t) as f64 / secs)
+        .collect()
 }
 
 fn min_max(rates: &[f64]) -> (f64, f64) {

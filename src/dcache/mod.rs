@@ -65,6 +65,8 @@ mod tests;
 
 use core::fmt;
 use core::ptr::NonNull;
+use std::boxed::Box;
+use std::string::String;
 
 use self::cache::Bucket;
 use self::counter::ShardedCount;
@@ -207,8 +209,6 @@ pub struct Dcache {
 unsafe impl Send for Dcache {}
 // SAFETY: as for `Send`: all shared state is atomic or locked.
 unsafe impl Sync for Dcache {}
-
-use std::boxed::Box;
 
 impl Dcache {
     /// An empty filesystem: a root directory, and a pseudo filesystem root
@@ -498,8 +498,6 @@ impl fmt::Debug for DentryRef<'_> {
             .finish()
     }
 }
-
-use std::string::String;
 
 /// A path: one reference on a mount and one on a dentry (the kernel's
 /// `struct path` after `path_get`). Cloning takes both references again;
