@@ -56,7 +56,7 @@
 //!
 //! The lockless loop's behaviour under contention is the type parameter
 //! `P` of [`LockRef<T, P>`]: [`policy::KernelRetry`] (the kernel's loop),
-//! [`policy::WaitUnlock`] (seed 003's wait-while-locked, bounded) and
+//! [`policy::WaitUnlock`] (spins while the lock is held, bounded) and
 //! [`policy::ExpBackoff`] (exponential backoff on failed compare-and-swap).
 //! Every policy is bounded by the loop, so none can spin forever.
 //!
@@ -75,19 +75,17 @@
 //! |---|---|
 //! | `std` | lock waiters yield the CPU after spinning a while (threads outnumbering cores) |
 //! | `stats` | per-object counters of operations and the paths they took ([`LockRef::stats`]) |
-//! | `dcache` | the dentry cache built on `LockRef` ([`dcache`]); implies `std` |
 //!
 //! The crate is `#![no_std]` and has no default features.
 
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
 mod count;
-#[cfg(feature = "dcache")]
-pub mod dcache;
 mod error;
 mod lockref;
 pub mod policy;
@@ -120,8 +118,7 @@ static_assertions::assert_not_impl_any!(LockRefGuard<'static, core::cell::Cell<u
 #[cfg(test)]
 mod tests;
 
-/// The README's examples, compiled and run as doctests (they use the
-/// `dcache` feature).
-#[cfg(all(doctest, feature = "dcache"))]
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

@@ -383,6 +383,7 @@ impl<T, P: Policy> LockRef<T, P> {
     /// # }
     /// ```
     #[cfg(feature = "stats")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "stats")))]
     pub fn stats(&self) -> crate::StatsSnapshot {
         self.raw.stats().snapshot()
     }
@@ -396,6 +397,7 @@ impl<T, P: Policy> LockRef<T, P> {
     /// assert_eq!(r.stats(), lockref::StatsSnapshot::default());
     /// ```
     #[cfg(feature = "stats")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "stats")))]
     pub fn reset_stats(&self) {
         self.raw.stats().reset();
     }

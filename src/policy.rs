@@ -8,14 +8,16 @@
 //! only choose *how* to wait between attempts, never to wait forever, so
 //! every policy keeps forward progress.
 //!
-//! # What the kernel learned (REFERENCE.md section 2)
+//! # What the kernel learned
+//!
+//! As reported by the kernel patches that changed its loop:
 //!
 //! | year | change | measured | fate |
 //! |---|---|---|---|
 //! | 2019 | cap retries at 100, then take the lock | +60..70% open/close (ThunderX2) | merged |
 //! | 2023 | drop `cpu_relax()` after a failed cmpxchg | open3 +84..134%, fstat2 +144..423% (Cascade Lake, 24-96 procs) | merged |
 //! | 2024 | `cpu_relax()` while the lock is held, within the budget | unixbench shell1 -33.7%, getdent -56.5%, 134k -> 42k ops/s at 192 workers | dropped |
-//! | 2024 | seed 003: wait while locked, no cap, no fallback | O_CREAT 18 s -> 10 s | dropped: no forward progress |
+//! | 2024 | wait while locked, no cap, no fallback | O_CREAT 18 s -> 10 s | dropped: no forward progress |
 //!
 //! Delays have helped on some machines and hurt badly on others, so no
 //! policy here is assumed better: the benchmarks measure them side by side
@@ -81,10 +83,11 @@ impl Policy for KernelRetry {
     }
 }
 
-/// Seed 003's idea with forward progress restored: when the lock is seen
-/// held, spin (`spin_loop` hint) and look again instead of queueing on the
-/// lock, but within the same 100-attempt budget, after which the operation
-/// takes the lock. Failed compare-and-swaps retry at once. The kernel
+/// Waits while the lock is held: when the lock half is seen held, spin
+/// (`spin_loop` hint) and look again instead of queueing on the lock, but
+/// within the same 100-attempt budget, after which the operation takes the
+/// lock (the 2024 wait-while-locked proposal, with forward progress
+/// restored). Failed compare-and-swaps retry at once. The kernel
 /// measured large regressions from this on big machines (see the module
 /// docs); it is here to be measured, not recommended.
 ///
@@ -138,15 +141,12 @@ impl Policy for ExpBackoff {
 }
 
 /// The policy a [`LockRef`](crate::LockRef) uses unless told otherwise:
-/// the kernel's own loop, [`KernelRetry`], chosen from the benchmarks
-/// (`benches/`, README "Choosing the default policy"): on a 2-core machine
-/// the three policies were within run-to-run noise of each other at 1, 2, 4
-/// and 8 threads (median of three runs: 2 threads 16.1 / 16.5 / 15.6 M
-/// get+put/s for KernelRetry / WaitUnlock / ExpBackoff), so the choice falls
-/// to the one with evidence at scale: the kernel measured +84..423% for
-/// this loop over relaxing after a failure, and -33..-60% for waiting on a
-/// held lock, at 24..192 processes. Whether exponential backoff wins on
-/// many cores is for the harness's many-core sweep to show.
+/// the kernel's own loop, [`KernelRetry`]. The benchmarks (`benches/`,
+/// results in `harness/README.md`) could not rank the three policies on
+/// the machines measured so far, so the choice falls to the one with
+/// evidence at scale: the kernel's loop, which the kernel chose over
+/// relaxing after a failure and over waiting on a held lock (see the
+/// module docs).
 ///
 /// ```
 /// let r: lockref::LockRef<u8, lockref::policy::DefaultPolicy> = lockref::LockRef::new(0);

@@ -14,24 +14,12 @@ cfg_if::cfg_if! {
         pub(crate) use loom::sync::atomic::{fence, AtomicI32, AtomicU32, Ordering};
         #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
         pub(crate) use loom::sync::atomic::AtomicU64;
-        #[cfg(feature = "dcache")]
-        pub(crate) use loom::{
-            sync::atomic::{AtomicIsize, AtomicPtr, AtomicUsize},
-            sync::RwLock,
-            thread_local,
-        };
     } else {
         pub(crate) use core::hint::spin_loop;
         #[allow(unused_imports)]
         pub(crate) use core::sync::atomic::{fence, AtomicI32, AtomicU32, Ordering};
         #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
         pub(crate) use core::sync::atomic::AtomicU64;
-        #[cfg(feature = "dcache")]
-        pub(crate) use {
-            core::sync::atomic::{AtomicIsize, AtomicPtr, AtomicUsize},
-            std::sync::RwLock,
-            std::thread_local,
-        };
 
         /// `core::cell::UnsafeCell` with loom's interface.
         #[repr(transparent)]

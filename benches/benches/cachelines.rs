@@ -4,25 +4,20 @@
 //! line as the fields a lookup reads vs on a line of its own (the kernel
 //! moved `d_lockref` out of the lookup line for +55% on stat2), under
 //! concurrent lookups plus get/put. The dcache's `Dentry` uses the split
-//! layout, asserted at compile time in `src/dcache/dentry.rs`.
+//! layout, asserted at compile time in `dcache/src/dentry.rs`. The two
+//! layouts are `lockref_measure::layout`'s, the ones the harness's stat2
+//! runs.
 //!
 //! `cargo bench -p lockref-benches --bench cachelines`
-
-use std::hint::black_box;
 
 use criterion::Criterion;
 use crossbeam_utils::CachePadded;
 use lockref::LockRef;
 use lockref_benches::{contended, criterion, machine, mops, ratio, Registry, Table};
+use lockref_measure::get_put::lockref_get_put as get_put;
+use lockref_measure::layout::{DentryLayout, LookupLine, OwnLine};
 
 static REG: Registry = Registry::new();
-
-fn get_put(r: &LockRef<()>) {
-    r.get();
-    if r.put_return().is_err() {
-        let _ = r.lock().decrement();
-    }
-}
 
 /// Runs `op(thread index)` on `threads` threads and records the tally.
 fn run(c: &mut Criterion, id: &str, threads: usize, op: impl Fn(usize) + Sync) {
@@ -52,65 +47,24 @@ fn sharing(c: &mut Criterion) {
     }
 }
 
-/// A dentry's lookup fields and its lockref in one 64-byte line.
-#[repr(C, align(64))]
-struct SameLine {
-    hash: u64,
-    parent: usize,
-    name: [u8; 32],
-    lockref: LockRef<()>,
-}
-
-/// The lookup fields on one line, the lockref on the next.
-#[repr(C, align(64))]
-struct SplitLine {
-    hash: u64,
-    parent: usize,
-    name: [u8; 32],
-    lockref: CacheLine<LockRef<()>>,
-}
-
-#[repr(C, align(64))]
-struct CacheLine<T>(T);
-
-const _: () = assert!(std::mem::offset_of!(SameLine, lockref) + 8 <= 64);
-const _: () = assert!(std::mem::offset_of!(SplitLine, lockref) == 64);
-
-/// A lookup's reads: hash, parent, name compare.
-fn lookup(hash: &u64, parent: &usize, name: &[u8; 32]) -> bool {
-    black_box(*hash) == 0x1234 && black_box(*parent) == 7 && black_box(name)[..8] == *b"dentry01"
-}
-
 fn layout(c: &mut Criterion) {
-    let mut name = [0u8; 32];
-    name[..8].copy_from_slice(b"dentry01");
-    let same = SameLine {
-        hash: 0x1234,
-        parent: 7,
-        name,
-        lockref: LockRef::new(()),
-    };
-    let split = SplitLine {
-        hash: 0x1234,
-        parent: 7,
-        name,
-        lockref: CacheLine(LockRef::new(())),
-    };
+    let same = LookupLine::new();
+    let split = OwnLine::new();
     // Half the threads look up, half get + put; the tally's per-thread
     // rates are split the same way in the report.
     let threads = 4;
     run(c, "layout same-line x4", threads, |i| {
         if i % 2 == 0 {
-            assert!(lookup(&same.hash, &same.parent, &same.name));
+            assert!(same.lookup());
         } else {
-            get_put(&same.lockref);
+            same.get_put();
         }
     });
     run(c, "layout split-line x4", threads, |i| {
         if i % 2 == 0 {
-            assert!(lookup(&split.hash, &split.parent, &split.name));
+            assert!(split.lookup());
         } else {
-            get_put(&split.lockref.0);
+            split.get_put();
         }
     });
 }

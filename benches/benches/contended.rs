@@ -111,7 +111,7 @@ fn report() {
             let Some(tl) = tally(name, threads) else {
                 continue;
             };
-            let (min, max) = tl.min_max();
+            let (min, max) = tl.min_max().unwrap_or((f64::NAN, f64::NAN));
             t.row(vec![
                 (*name).into(),
                 threads.to_string(),
@@ -138,7 +138,7 @@ fn report() {
             "LockRef<ExpBackoff>",
         ] {
             if let Some(tl) = REG.tally_of(&format!("mixed {name} x{threads}")) {
-                let (min, max) = tl.min_max();
+                let (min, max) = tl.min_max().unwrap_or((f64::NAN, f64::NAN));
                 m.row(vec![
                     name.into(),
                     threads.to_string(),
@@ -161,7 +161,7 @@ fn report() {
             ratio(total(default, t) / total("spin::SpinMutex<u32>", t)),
             ratio(total(default, t) / total("std::sync::Mutex<u32>", t)),
             tally(default, t).map_or(f64::NAN, |x| {
-                let (a, b) = x.min_max();
+                let (a, b) = x.min_max().unwrap_or((f64::NAN, f64::NAN));
                 a / b
             })
         );

@@ -8,64 +8,19 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lockref::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
-use lockref::LockRef;
+use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
 
-/// Something that can take and drop one reference (or increment and
-/// decrement under a lock): the unit every benchmark times.
-pub trait Contender: Sync {
-    /// One get + put (or lock, +1, unlock, lock, -1, unlock).
-    fn get_put(&self);
-}
-
-/// The physical floor: `fetch_add` + `fetch_sub`, one locked instruction
-/// each (Relaxed in, Release out, as `Arc`).
-pub struct Floor(pub AtomicU64);
-
-impl Contender for Floor {
-    #[inline]
-    fn get_put(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        self.0.fetch_sub(1, Ordering::Release);
-    }
-}
-
-/// A lockref: `get` + `put_return`, falling back to the lock as `dput`
-/// does when the lockless put fails.
-pub struct Lr<P: Policy>(pub LockRef<(), P>);
-
-impl<P: Policy> Lr<P> {
-    /// One reference held by the benchmark itself.
-    pub fn new() -> Self {
-        Lr(LockRef::with_policy(()))
-    }
-}
-
-impl<P: Policy> Default for Lr<P> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<P: Policy> Contender for Lr<P> {
-    #[inline]
-    fn get_put(&self) {
-        self.0.get();
-        if self.0.put_return().is_err() {
-            let _ = self.0.lock().decrement();
-        }
-    }
-}
+pub use lockref_measure::{machine, Floor, GetPut, LockRefGetPut};
 
 /// `Arc::clone` + drop.
 pub struct ArcRc(pub Arc<()>);
 
-impl Contender for ArcRc {
+impl GetPut for ArcRc {
     #[inline]
     fn get_put(&self) {
         drop(black_box(self.0.clone()));
@@ -77,7 +32,7 @@ macro_rules! mutex_contender {
         /// Increment and decrement a `u32` under a mutex.
         pub struct $name(pub $ty);
 
-        impl Contender for $name {
+        impl GetPut for $name {
             #[inline]
             fn get_put(&self) {
                 let $m = &self.0;
@@ -94,15 +49,21 @@ mutex_contender!(SpinTicket, spin::mutex::TicketMutex<u32>, |m| m.lock());
 mutex_contender!(StdMutex, std::sync::Mutex<u32>, |m| m.lock().unwrap());
 
 /// Every contender a table compares, by name. The first is the baseline.
-pub fn contenders() -> Vec<(&'static str, Box<dyn Contender>)> {
+pub fn contenders() -> Vec<(&'static str, Box<dyn GetPut>)> {
     vec![
+        ("floor fetch_add+fetch_sub", Box::new(Floor::new())),
         (
-            "floor fetch_add+fetch_sub",
-            Box::new(Floor(AtomicU64::new(1))),
+            "LockRef<KernelRetry>",
+            Box::new(LockRefGetPut::<KernelRetry>::new()),
         ),
-        ("LockRef<KernelRetry>", Box::new(Lr::<KernelRetry>::new())),
-        ("LockRef<WaitUnlock>", Box::new(Lr::<WaitUnlock>::new())),
-        ("LockRef<ExpBackoff>", Box::new(Lr::<ExpBackoff>::new())),
+        (
+            "LockRef<WaitUnlock>",
+            Box::new(LockRefGetPut::<WaitUnlock>::new()),
+        ),
+        (
+            "LockRef<ExpBackoff>",
+            Box::new(LockRefGetPut::<ExpBackoff>::new()),
+        ),
         ("Arc clone+drop", Box::new(ArcRc(Arc::new(())))),
         (
             "parking_lot::Mutex<u32>",
@@ -154,12 +115,10 @@ impl Tally {
         self.rates().iter().sum()
     }
 
-    /// Slowest and fastest thread, operations per second.
-    pub fn min_max(&self) -> (f64, f64) {
-        let r = self.rates();
-        let min = r.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = r.iter().copied().fold(0.0, f64::max);
-        (min, max)
+    /// Slowest and fastest thread, operations per second; `None` for an
+    /// empty tally.
+    pub fn min_max(&self) -> Option<(f64, f64)> {
+        lockref_measure::min_max(&self.rates())
     }
 }
 
@@ -217,7 +176,7 @@ impl Registry {
 
 /// Times `iters` operations of `c` on this thread.
 #[inline(never)]
-pub fn time_ops(c: &dyn Contender, iters: u64) -> Duration {
+pub fn time_ops(c: &dyn GetPut, iters: u64) -> Duration {
     let start = Instant::now();
     for _ in 0..iters {
         c.get_put();
@@ -334,11 +293,6 @@ pub fn mops(x: f64) -> String {
 /// Formats a ratio.
 pub fn ratio(x: f64) -> String {
     format!("{x:.2}x")
-}
-
-/// The machine, for table titles (the harness's description).
-pub fn machine() -> String {
-    lockref_harness::machine()
 }
 
 /// Criterion configured for short runs on a small machine: `warm_up` and

@@ -11,7 +11,7 @@ pub mod trace;
 
 use std::io::Write;
 
-use lockref::dcache::{Config, Dcache, Variants};
+use lockref_dcache::{Config, Dcache, Variants};
 
 use crate::options::Options;
 use crate::runner::{Measurement, RunConfig, RunError};
@@ -128,16 +128,4 @@ pub fn median(mut runs: Vec<Measurement>) -> Measurement {
     runs.swap_remove(mid)
 }
 
-/// A one-line description of this machine.
-pub fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.into());
-    format!("{cpu}, {} CPUs", runner::cpus())
-}
+pub use lockref_measure::machine;

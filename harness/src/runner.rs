@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
-use lockref::dcache::Errno;
+use lockref_dcache::Errno;
 
 /// How long and how to run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,10 +74,7 @@ pub fn pin_to(cpu: usize) {
     let _ = cpu;
 }
 
-/// CPUs available to this process.
-pub fn cpus() -> usize {
-    thread::available_parallelism().map_or(1, |n| n.get())
-}
+pub use lockref_measure::cpus;
 
 /// Runs `body(worker)` in a loop on `threads` workers, each first built by
 /// `make(worker)`, for `cfg.warmup` then `cfg.duration`, printing one line
@@ -148,7 +145,7 @@ where
             last_t = Instant::now();
             if cfg.progress {
                 let rates = rates(&now, &last, secs);
-                let (min, max) = min_max(&rates);
+                let (min, max) = lockref_measure::min_max(&rates).unwrap_or((0.0, 0.0));
                 io = io.and_then(|()| {
                     writeln!(
                         out,
@@ -173,7 +170,7 @@ where
     }
     let (start, end, secs) = result.map_err(RunError::Io)?;
     let rates = rates(&end, &start, secs);
-    let (min, max) = min_max(&rates);
+    let (min, max) = lockref_measure::min_max(&rates).unwrap_or((0.0, 0.0));
     Ok(Measurement {
         testcase: label.0.into(),
         variant: label.1.into(),
@@ -190,10 +187,4 @@ fn rates(now: &[u64], then: &[u64], secs: f64) -> Vec<f64> {
         .zip(then)
         .map(|(n, t)| (n - t) as f64 / secs)
         .collect()
-}
-
-fn min_max(rates: &[f64]) -> (f64, f64) {
-    let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = rates.iter().copied().fold(0.0, f64::max);
-    (if min.is_finite() { min } else { 0.0 }, max)
 }

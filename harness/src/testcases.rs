@@ -1,11 +1,10 @@
 //! The testcases: a loop body per worker over one shared dcache, in each
 //! variant (a seed's before and after, or a lockref policy).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use lockref::dcache::{Config, Dcache, Errno, OpenFlags, Variants};
 use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
-use lockref::LockRef;
+use lockref_dcache::{Config, Dcache, Errno, OpenFlags, Variants};
+use lockref_measure::layout::{DentryLayout, LookupLine, OwnLine};
+use lockref_measure::{Floor, GetPut, LockRefGetPut};
 
 /// A testcase, as will-it-scale names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,15 +134,15 @@ impl Testcase {
                 State::Dcache(cache)
             }
             Testcase::Stat2 => State::Stat2 {
-                same: SameLine::new(),
-                split: SplitLine::new(),
-                own_line: seed_after,
+                lookup_line: LookupLine::new(),
+                own_line: OwnLine::new(),
+                measure_own_line: seed_after,
             },
             Testcase::Lockref => match variant {
-                0 => State::Floor(AtomicU64::new(1)),
-                1 => State::KernelRetry(LockRef::with_policy(())),
-                2 => State::WaitUnlock(LockRef::with_policy(())),
-                _ => State::ExpBackoff(LockRef::with_policy(())),
+                0 => State::Floor(Floor::new()),
+                1 => State::KernelRetry(LockRefGetPut::new()),
+                2 => State::WaitUnlock(LockRefGetPut::new()),
+                _ => State::ExpBackoff(LockRefGetPut::new()),
             },
         }
     }
@@ -175,7 +174,7 @@ pub struct Worker<'s> {
     testcase: Testcase,
     state: &'s State,
     path: String,
-    dir: Option<lockref::dcache::DentryRef<'s>>,
+    dir: Option<lockref_dcache::DentryRef<'s>>,
 }
 
 impl Worker<'_> {
@@ -214,34 +213,24 @@ impl Worker<'_> {
             (
                 Testcase::Stat2,
                 State::Stat2 {
-                    same,
-                    split,
+                    lookup_line,
                     own_line,
+                    measure_own_line,
                 },
             ) => {
-                if *own_line {
-                    split.stat();
+                if *measure_own_line {
+                    own_line.stat();
                 } else {
-                    same.stat();
+                    lookup_line.stat();
                 }
             }
-            (Testcase::Lockref, State::Floor(a)) => {
-                a.fetch_add(1, Ordering::Relaxed);
-                a.fetch_sub(1, Ordering::Release);
-            }
-            (Testcase::Lockref, State::KernelRetry(r)) => get_put(r),
-            (Testcase::Lockref, State::WaitUnlock(r)) => get_put(r),
-            (Testcase::Lockref, State::ExpBackoff(r)) => get_put(r),
+            (Testcase::Lockref, State::Floor(f)) => f.get_put(),
+            (Testcase::Lockref, State::KernelRetry(r)) => r.get_put(),
+            (Testcase::Lockref, State::WaitUnlock(r)) => r.get_put(),
+            (Testcase::Lockref, State::ExpBackoff(r)) => r.get_put(),
             _ => return Err(Errno::Inval),
         }
         Ok(())
-    }
-}
-
-fn get_put<P: lockref::policy::Policy>(r: &LockRef<(), P>) {
-    r.get();
-    if r.put_return().is_err() {
-        let _ = r.lock().decrement();
     }
 }
 
@@ -262,20 +251,20 @@ pub enum State {
     /// The two dentry layouts of stat2, and which one is measured.
     Stat2 {
         /// Lockref in the lookup line.
-        same: SameLine,
+        lookup_line: LookupLine,
         /// Lockref on its own line.
-        split: SplitLine,
-        /// Measure `split` (else `same`).
-        own_line: bool,
+        own_line: OwnLine,
+        /// Measure `own_line` (else `lookup_line`).
+        measure_own_line: bool,
     },
     /// The fetch_add floor.
-    Floor(AtomicU64),
-    /// A lockref with the kernel's policy.
-    KernelRetry(LockRef<(), KernelRetry>),
-    /// A lockref with seed 003's bounded wait.
-    WaitUnlock(LockRef<(), WaitUnlock>),
+    Floor(Floor),
+    /// A lockref with the kernel's retry loop.
+    KernelRetry(LockRefGetPut<KernelRetry>),
+    /// A lockref that spins while the lock is held, within the bound.
+    WaitUnlock(LockRefGetPut<WaitUnlock>),
     /// A lockref with exponential backoff.
-    ExpBackoff(LockRef<(), ExpBackoff>),
+    ExpBackoff(LockRefGetPut<ExpBackoff>),
 }
 
 impl State {
@@ -284,72 +273,6 @@ impl State {
         match self {
             State::Dcache(c) => Some(c),
             _ => None,
-        }
-    }
-}
-
-/// stat2's dentry with the lockref in the line a lookup reads.
-#[repr(C, align(64))]
-pub struct SameLine {
-    hash: u64,
-    parent: usize,
-    name: [u8; 32],
-    lockref: LockRef<()>,
-}
-
-/// stat2's dentry with the lockref on a line of its own.
-#[repr(C, align(64))]
-pub struct SplitLine {
-    hash: u64,
-    parent: usize,
-    name: [u8; 32],
-    lockref: Line<LockRef<()>>,
-}
-
-/// A value on its own 64-byte line.
-#[repr(C, align(64))]
-pub struct Line<T>(T);
-
-const NAME: [u8; 32] = *b"passwd\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
-
-fn matches(hash: &u64, parent: &usize, name: &[u8; 32]) -> bool {
-    std::hint::black_box(*hash) == 0x5eed
-        && std::hint::black_box(*parent) == 1
-        && std::hint::black_box(name)[..6] == NAME[..6]
-}
-
-impl SameLine {
-    fn new() -> Self {
-        SameLine {
-            hash: 0x5eed,
-            parent: 1,
-            name: NAME,
-            lockref: LockRef::new(()),
-        }
-    }
-
-    /// A lookup (read the key fields, compare the name) then a reference
-    /// taken and dropped, as stat does.
-    fn stat(&self) {
-        if matches(&self.hash, &self.parent, &self.name) && self.lockref.get_not_dead() {
-            let _ = self.lockref.put_return();
-        }
-    }
-}
-
-impl SplitLine {
-    fn new() -> Self {
-        SplitLine {
-            hash: 0x5eed,
-            parent: 1,
-            name: NAME,
-            lockref: Line(LockRef::new(())),
-        }
-    }
-
-    fn stat(&self) {
-        if matches(&self.hash, &self.parent, &self.name) && self.lockref.0.get_not_dead() {
-            let _ = self.lockref.0.put_return();
         }
     }
 }

@@ -23,7 +23,7 @@
 
 use std::fmt;
 
-use lockref::dcache::{Dcache, Errno, OpenFlags};
+use lockref_dcache::{Dcache, Errno, OpenFlags};
 
 /// One traced operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,45 +76,19 @@ fn errno_by_name(name: &str) -> Option<Errno> {
     ERRNOS.into_iter().find(|e| e.name() == name)
 }
 
-/// Parses `open` flags in the trace's notation.
+/// Parses `open` flags in the trace's notation (`O_WRONLY|O_CREAT`).
 fn parse_flags(s: &str) -> Result<OpenFlags, String> {
     let mut bits = 0;
     for f in s.split('|') {
-        bits |= match f {
-            "O_RDONLY" => 0,
-            "O_WRONLY" => 0o1,
-            "O_RDWR" => 0o2,
-            "O_CREAT" => 0o100,
-            "O_EXCL" => 0o200,
-            "O_DIRECTORY" => 0o200000,
-            other => return Err(format!("unknown open flag `{other}`")),
-        };
+        bits |= OpenFlags::bits_named(f).ok_or_else(|| format!("unknown open flag `{f}`"))?;
     }
     OpenFlags::from_bits(bits).map_err(|e| format!("flags `{s}`: {e}"))
-}
-
-fn flags_text(f: OpenFlags) -> String {
-    let mut parts = vec![match f.bits() & 3 {
-        1 => "O_WRONLY",
-        2 => "O_RDWR",
-        _ => "O_RDONLY",
-    }];
-    if f.is_creat() {
-        parts.push("O_CREAT");
-    }
-    if f.is_excl() {
-        parts.push("O_EXCL");
-    }
-    if f.is_directory() {
-        parts.push("O_DIRECTORY");
-    }
-    parts.join("|")
 }
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (op, flags) = match self.kind {
-            OpKind::Open(fl) => ("open", flags_text(fl)),
+            OpKind::Open(fl) => ("open", fl.to_string()),
             OpKind::Stat => ("stat", "-".into()),
         };
         let result = match self.result {
@@ -249,20 +223,14 @@ fn quoted(args: &str) -> Option<&str> {
     Some(&args[start..start + len])
 }
 
-/// The modelled flags of strace's `O_RDONLY|O_CLOEXEC, 0644` notation.
+/// The modelled flags of strace's `O_RDONLY|O_CLOEXEC, 0644` notation;
+/// flags the cache does not model (`O_CLOEXEC`, `O_NOCTTY`) are ignored.
 fn strace_flags(s: &str) -> Option<OpenFlags> {
     let flags = s.split(',').next()?.trim();
-    let mut bits = 0;
-    for f in flags.split('|') {
-        bits |= match f {
-            "O_WRONLY" => 0o1,
-            "O_RDWR" => 0o2,
-            "O_CREAT" => 0o100,
-            "O_EXCL" => 0o200,
-            "O_DIRECTORY" => 0o200000,
-            _ => 0,
-        };
-    }
+    let bits = flags
+        .split('|')
+        .filter_map(OpenFlags::bits_named)
+        .fold(0, |acc, b| acc | b);
     OpenFlags::from_bits(bits).ok()
 }
 

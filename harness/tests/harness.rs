@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use lockref::dcache::{deferred_on_this_thread, Errno, OpenFlags};
+use lockref_dcache::testing::deferred_on_this_thread;
+use lockref_dcache::{Errno, OpenFlags};
 use lockref_harness::options::Options;
 use lockref_harness::runner::{self, Measurement, RunConfig, RunError};
 use lockref_harness::testcases::{State, Testcase, ALL};
@@ -347,7 +348,7 @@ fn replay_runs_before_and_after_and_matches_the_trace() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/");
     let ops =
         trace::parse(&std::fs::read_to_string(format!("{dir}gcc-hello.trace")).unwrap()).unwrap();
-    let cache = lockref::dcache::Dcache::new(Default::default());
+    let cache = lockref_dcache::Dcache::new(Default::default());
     trace::populate(&cache, &ops).unwrap();
     let diff = trace::first_pass_mismatches(&cache, &ops);
     // Only what cannot repeat: O_EXCL temporaries, and a stat of the

@@ -3,7 +3,7 @@
 //! (`.ci/run` does): the epoch collector is modelled too.
 #![cfg(all(loom, crossbeam_loom))]
 
-use lockref::dcache::{Config, Dcache, Errno, OpenFlags, StrayReference, Variants};
+use lockref_dcache::{Config, Dcache, Errno, OpenFlags, StrayReference, Variants};
 use lockref_loom_tests::model;
 use loom::thread;
 
@@ -67,7 +67,7 @@ fn dput_cascade_races_child_allocation() {
         assert_eq!(balance.hashed, 2, "/d and /d/y");
         assert_eq!(
             c.stat("/d/y").unwrap().kind,
-            lockref::dcache::InodeKind::File
+            lockref_dcache::InodeKind::File
         );
     });
 }
@@ -96,10 +96,10 @@ fn token_release_catches_stray_reference() {
 fn token_release_racing_nothing() {
     model(|| {
         let c = cache(Variants::AFTER);
-        let before = lockref::dcache::deferred_on_this_thread();
+        let before = lockref_dcache::testing::deferred_on_this_thread();
         c.alloc_file(OpenFlags::RDONLY).release().unwrap();
         assert_eq!(c.live_files(), 0);
-        assert_eq!(lockref::dcache::deferred_on_this_thread(), before);
+        assert_eq!(lockref_dcache::testing::deferred_on_this_thread(), before);
     });
 }
 

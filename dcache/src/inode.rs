@@ -11,8 +11,8 @@ use crate::sync::{AtomicU64, Ordering, RwLock};
 /// What kind of object an inode is.
 ///
 /// ```
-/// let cache = lockref::dcache::Dcache::new(Default::default());
-/// assert_eq!(cache.alloc_pseudo().dentry().kind(), Some(lockref::dcache::InodeKind::Pipe));
+/// let cache = lockref_dcache::Dcache::new(Default::default());
+/// assert_eq!(cache.alloc_pseudo().dentry().kind(), Some(lockref_dcache::InodeKind::Pipe));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InodeKind {
@@ -39,7 +39,7 @@ pub(crate) struct Inode {
     pub(crate) generation: AtomicU64,
     /// Exclusive acquisitions of `rwsem`, for tests that assert a path
     /// took no directory lock.
-    #[cfg(feature = "stats")]
+    #[cfg(feature = "testing")]
     pub(crate) write_locks: core::sync::atomic::AtomicUsize,
 }
 
@@ -50,14 +50,14 @@ impl Inode {
             kind,
             rwsem: RwLock::new(BTreeMap::new()),
             generation: AtomicU64::new(0),
-            #[cfg(feature = "stats")]
+            #[cfg(feature = "testing")]
             write_locks: core::sync::atomic::AtomicUsize::new(0),
         })
     }
 
     /// Takes `i_rwsem` exclusively (`inode_lock`).
     pub(crate) fn lock_write(&self) -> impl core::ops::DerefMut<Target = Entries> + '_ {
-        #[cfg(feature = "stats")]
+        #[cfg(feature = "testing")]
         self.write_locks
             .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         self.rwsem.write().unwrap_or_else(|e| e.into_inner())

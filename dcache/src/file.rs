@@ -4,128 +4,13 @@ use core::fmt;
 use core::ptr::NonNull;
 use std::boxed::Box;
 
-use super::inode::InodeKind;
-use super::{task_work, Dcache, Errno, PathRef};
+use crate::cache::Dcache;
+use crate::errno::Errno;
+use crate::inode::InodeKind;
+use crate::open_flags::OpenFlags;
+use crate::path_ref::PathRef;
 use crate::sync::{fence, AtomicUsize, Ordering};
-
-/// `open(2)` flags: the access mode and the flags this cache implements.
-///
-/// ```
-/// use lockref::dcache::OpenFlags;
-///
-/// let f = OpenFlags::WRONLY.creat().excl();
-/// assert_eq!(f.bits(), 0o301);
-/// assert_eq!(OpenFlags::from_bits(0o301), Ok(f));
-/// assert!(OpenFlags::from_bits(0o4000000).is_err()); // unknown flag
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OpenFlags(u32);
-
-impl OpenFlags {
-    /// `O_RDONLY`.
-    pub const RDONLY: OpenFlags = OpenFlags(0);
-    /// `O_WRONLY`.
-    pub const WRONLY: OpenFlags = OpenFlags(0o1);
-    /// `O_RDWR`.
-    pub const RDWR: OpenFlags = OpenFlags(0o2);
-    const ACCMODE: u32 = 0o3;
-    const CREAT: u32 = 0o100;
-    const EXCL: u32 = 0o200;
-    const DIRECTORY: u32 = 0o200000;
-    const KNOWN: u32 = Self::ACCMODE | Self::CREAT | Self::EXCL | Self::DIRECTORY;
-
-    /// Parses Linux `open(2)` flag bits (see the type's example).
-    ///
-    /// # Errors
-    ///
-    /// [`Errno::Inval`] for bits this cache does not implement, access mode
-    /// 3, or `O_CREAT | O_DIRECTORY` (as Linux since 6.4).
-    pub const fn from_bits(bits: u32) -> Result<OpenFlags, Errno> {
-        if bits & !Self::KNOWN != 0
-            || bits & Self::ACCMODE == Self::ACCMODE
-            || (bits & Self::CREAT != 0 && bits & Self::DIRECTORY != 0)
-        {
-            return Err(Errno::Inval);
-        }
-        Ok(OpenFlags(bits))
-    }
-
-    /// The Linux flag bits.
-    ///
-    /// ```
-    /// assert_eq!(lockref::dcache::OpenFlags::RDWR.bits(), 2);
-    /// ```
-    pub const fn bits(self) -> u32 {
-        self.0
-    }
-
-    /// With `O_CREAT`: create the file if it does not exist.
-    ///
-    /// ```
-    /// assert!(lockref::dcache::OpenFlags::WRONLY.creat().is_creat());
-    /// ```
-    #[must_use]
-    pub const fn creat(self) -> OpenFlags {
-        OpenFlags(self.0 | Self::CREAT)
-    }
-
-    /// With `O_EXCL`: with `O_CREAT`, fail with `EEXIST` if it exists.
-    ///
-    /// ```
-    /// assert!(lockref::dcache::OpenFlags::WRONLY.creat().excl().is_excl());
-    /// ```
-    #[must_use]
-    pub const fn excl(self) -> OpenFlags {
-        OpenFlags(self.0 | Self::EXCL)
-    }
-
-    /// With `O_DIRECTORY`: fail with `ENOTDIR` unless a directory.
-    ///
-    /// ```
-    /// assert!(lockref::dcache::OpenFlags::RDONLY.directory().is_directory());
-    /// ```
-    #[must_use]
-    pub const fn directory(self) -> OpenFlags {
-        OpenFlags(self.0 | Self::DIRECTORY)
-    }
-
-    /// Whether `O_CREAT` is set.
-    ///
-    /// ```
-    /// assert!(!lockref::dcache::OpenFlags::RDONLY.is_creat());
-    /// ```
-    pub const fn is_creat(self) -> bool {
-        self.0 & Self::CREAT != 0
-    }
-
-    /// Whether `O_EXCL` is set.
-    ///
-    /// ```
-    /// assert!(!lockref::dcache::OpenFlags::RDONLY.is_excl());
-    /// ```
-    pub const fn is_excl(self) -> bool {
-        self.0 & Self::EXCL != 0
-    }
-
-    /// Whether `O_DIRECTORY` is set.
-    ///
-    /// ```
-    /// assert!(!lockref::dcache::OpenFlags::RDONLY.is_directory());
-    /// ```
-    pub const fn is_directory(self) -> bool {
-        self.0 & Self::DIRECTORY != 0
-    }
-
-    /// Whether the access mode allows writing.
-    ///
-    /// ```
-    /// assert!(lockref::dcache::OpenFlags::RDWR.is_write());
-    /// assert!(!lockref::dcache::OpenFlags::RDONLY.is_write());
-    /// ```
-    pub const fn is_write(self) -> bool {
-        self.0 & Self::ACCMODE != 0
-    }
-}
+use crate::task_work;
 
 /// A file object (`struct file`): a count of references (`f_count`) and,
 /// once opened, the path it was opened at.
@@ -145,7 +30,7 @@ pub(crate) struct File<'c> {
 
 impl<'c> File<'c> {
     /// `get_file`: one more reference.
-    fn get(&self) {
+    pub(crate) fn get(&self) {
         // Relaxed: the caller's reference keeps the file alive (as
         // `Arc::clone`).
         self.count.fetch_add(1, Ordering::Relaxed);
@@ -163,14 +48,14 @@ impl<'c> File<'c> {
 /// Released twice does not compile:
 ///
 /// ```compile_fail
-/// let cache = lockref::dcache::Dcache::new(Default::default());
-/// let file = cache.alloc_file(lockref::dcache::OpenFlags::RDONLY);
+/// let cache = lockref_dcache::Dcache::new(Default::default());
+/// let file = cache.alloc_file(lockref_dcache::OpenFlags::RDONLY);
 /// file.release().unwrap();
 /// file.release().unwrap(); // error: use of moved value
 /// ```
 #[must_use = "dropping an unopened file releases it; call open or release"]
 pub struct EmptyFile<'c> {
-    file: NonNull<File<'c>>,
+    pub(crate) file: NonNull<File<'c>>,
 }
 
 // SAFETY: the token owns the file object (count 1, ours), which holds only
@@ -183,7 +68,7 @@ unsafe impl Send for EmptyFile<'_> {}
 /// deferred work. The kernel only warns here and frees anyway.
 ///
 /// ```
-/// use lockref::dcache::{Dcache, OpenFlags, StrayReference};
+/// use lockref_dcache::{Dcache, OpenFlags, StrayReference};
 ///
 /// let cache = Dcache::new(Default::default());
 /// let token = cache.alloc_file(OpenFlags::RDONLY);
@@ -210,8 +95,8 @@ impl Dcache {
     /// `alloc_empty_file`: a file object to open.
     ///
     /// ```
-    /// let cache = lockref::dcache::Dcache::new(Default::default());
-    /// let file = cache.alloc_file(lockref::dcache::OpenFlags::RDONLY);
+    /// let cache = lockref_dcache::Dcache::new(Default::default());
+    /// let file = cache.alloc_file(lockref_dcache::OpenFlags::RDONLY);
     /// assert_eq!(cache.live_files(), 1);
     /// file.release().unwrap();
     /// assert_eq!(cache.live_files(), 0);
@@ -233,7 +118,7 @@ impl Dcache {
 }
 
 impl<'c> EmptyFile<'c> {
-    fn file(&self) -> &File<'c> {
+    pub(crate) fn file(&self) -> &File<'c> {
         // SAFETY: the token holds a reference, so the file is alive.
         unsafe { self.file.as_ref() }
     }
@@ -261,7 +146,7 @@ impl<'c> EmptyFile<'c> {
     /// writing), `ENOTDIR` (`O_DIRECTORY` on a non-directory).
     ///
     /// ```
-    /// use lockref::dcache::{Dcache, OpenFlags};
+    /// use lockref_dcache::{Dcache, OpenFlags};
     ///
     /// let cache = Dcache::new(Default::default());
     /// let file = cache.alloc_file(OpenFlags::RDONLY).open_consume(cache.root()).unwrap();
@@ -284,7 +169,7 @@ impl<'c> EmptyFile<'c> {
     /// untouched.
     ///
     /// ```
-    /// use lockref::dcache::{Dcache, OpenFlags};
+    /// use lockref_dcache::{Dcache, OpenFlags};
     ///
     /// let cache = Dcache::new(Default::default());
     /// let root = cache.root();
@@ -309,20 +194,6 @@ impl<'c> EmptyFile<'c> {
         FileRef { file: ptr }
     }
 
-    /// Takes a reference to the unopened file (`get_file`). Nothing in this
-    /// crate does; it exists so that the safety belt of
-    /// [`release`](Self::release) has something to catch.
-    ///
-    /// ```
-    /// let cache = lockref::dcache::Dcache::new(Default::default());
-    /// let token = cache.alloc_file(lockref::dcache::OpenFlags::RDONLY);
-    /// assert!(!token.get_file().is_opened());
-    /// ```
-    pub fn get_file(&self) -> FileRef<'c> {
-        self.file().get();
-        FileRef { file: self.file }
-    }
-
     /// Frees the never-opened file now (`release_empty_file`): the count
     /// must go from 1 to 0 (one compare-and-swap), then the object is freed,
     /// with no deferred work.
@@ -334,7 +205,8 @@ impl<'c> EmptyFile<'c> {
     /// one (still without deferred work).
     ///
     /// ```
-    /// use lockref::dcache::{deferred_on_this_thread, Dcache, OpenFlags};
+    /// use lockref_dcache::testing::deferred_on_this_thread;
+    /// use lockref_dcache::{Dcache, OpenFlags};
     ///
     /// let cache = Dcache::new(Default::default());
     /// let before = deferred_on_this_thread();
@@ -371,15 +243,7 @@ impl<'c> EmptyFile<'c> {
     /// operation returns. For before/after measurements only: the
     /// allocation of a deferred-work entry and the later call are the cost
     /// seed 001 removed.
-    ///
-    /// ```
-    /// use lockref::dcache::{Dcache, OpenFlags};
-    ///
-    /// let cache = Dcache::new(Default::default());
-    /// cache.alloc_file(OpenFlags::RDONLY).release_deferred(); // outside an operation: runs now
-    /// assert_eq!(cache.live_files(), 0);
-    /// ```
-    pub fn release_deferred(self) {
+    pub(crate) fn release_deferred(self) {
         let ptr = self.file;
         core::mem::forget(self);
         // SAFETY: the token's reference keeps the file alive here.
@@ -419,7 +283,7 @@ impl Drop for EmptyFile<'_> {
 /// [`EmptyFile::get_file`]) frees it at once.
 ///
 /// ```
-/// use lockref::dcache::{Dcache, OpenFlags};
+/// use lockref_dcache::{Dcache, OpenFlags};
 ///
 /// let cache = Dcache::new(Default::default());
 /// let file = cache.open("/", OpenFlags::RDONLY).unwrap();
@@ -430,7 +294,7 @@ impl Drop for EmptyFile<'_> {
 /// assert_eq!(cache.live_files(), 0);
 /// ```
 pub struct FileRef<'c> {
-    file: NonNull<File<'c>>,
+    pub(crate) file: NonNull<File<'c>>,
 }
 
 // SAFETY: references may move between threads; the last one frees the
@@ -440,7 +304,7 @@ unsafe impl Send for FileRef<'_> {}
 unsafe impl Sync for FileRef<'_> {}
 
 impl<'c> FileRef<'c> {
-    fn file(&self) -> &File<'c> {
+    pub(crate) fn file(&self) -> &File<'c> {
         // SAFETY: we hold a reference, so the file is alive.
         unsafe { self.file.as_ref() }
     }
@@ -452,8 +316,8 @@ impl<'c> FileRef<'c> {
     /// On a stray reference to a file that was never opened.
     ///
     /// ```
-    /// let cache = lockref::dcache::Dcache::new(Default::default());
-    /// let file = cache.open("/", lockref::dcache::OpenFlags::RDONLY).unwrap();
+    /// let cache = lockref_dcache::Dcache::new(Default::default());
+    /// let file = cache.open("/", lockref_dcache::OpenFlags::RDONLY).unwrap();
     /// assert_eq!(file.path().name(), b"/");
     /// ```
     pub fn path(&self) -> &PathRef<'c> {
@@ -463,9 +327,9 @@ impl<'c> FileRef<'c> {
     /// The flags it was opened with.
     ///
     /// ```
-    /// use lockref::dcache::OpenFlags;
+    /// use lockref_dcache::OpenFlags;
     ///
-    /// let cache = lockref::dcache::Dcache::new(Default::default());
+    /// let cache = lockref_dcache::Dcache::new(Default::default());
     /// assert_eq!(cache.open("/", OpenFlags::RDONLY).unwrap().flags(), OpenFlags::RDONLY);
     /// ```
     pub fn flags(&self) -> OpenFlags {
@@ -475,8 +339,8 @@ impl<'c> FileRef<'c> {
     /// Whether the file was opened (`FMODE_OPENED`).
     ///
     /// ```
-    /// let cache = lockref::dcache::Dcache::new(Default::default());
-    /// assert!(cache.open("/", lockref::dcache::OpenFlags::RDONLY).unwrap().is_opened());
+    /// let cache = lockref_dcache::Dcache::new(Default::default());
+    /// assert!(cache.open("/", lockref_dcache::OpenFlags::RDONLY).unwrap().is_opened());
     /// ```
     pub fn is_opened(&self) -> bool {
         self.file().path.is_some()

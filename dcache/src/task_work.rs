@@ -9,8 +9,8 @@
 //! - running takes the flag and the whole list with two swaps
 //!   (`task_work_run`), reverses it to queue order, and calls each item.
 //!
-//! Each operation of the cache ([`Dcache::open`](super::Dcache::open),
-//! [`Dcache::close`](super::Dcache::close), ...) enters a [`Scope`]. Work
+//! Each operation of the cache ([`Dcache::open`](crate::Dcache::open),
+//! [`Dcache::close`](crate::Dcache::close), ...) enters a [`Scope`]. Work
 //! queued inside a scope runs when the outermost scope ends; work deferred
 //! outside any scope (a file handle dropped by user code) runs at once, as
 //! if the thread returned to user space right away. So no queued work
@@ -158,13 +158,15 @@ pub(crate) unsafe fn defer(work: *mut Callback) {
 /// (immediate runs outside an operation are not counted).
 ///
 /// ```
-/// use lockref::dcache::{deferred_on_this_thread, Dcache, OpenFlags};
+/// use lockref_dcache::testing::deferred_on_this_thread;
+/// use lockref_dcache::{Dcache, OpenFlags};
 ///
 /// let cache = Dcache::new(Default::default());
 /// let before = deferred_on_this_thread();
 /// cache.close(cache.open("/", OpenFlags::RDONLY).unwrap()); // __fput deferred to close's return
 /// assert_eq!(deferred_on_this_thread(), before + 1);
 /// ```
+#[cfg(feature = "testing")]
 pub fn deferred_on_this_thread() -> u64 {
     TASK.with(|t| t.deferred.get())
 }

@@ -2,12 +2,12 @@
 
 use std::boxed::Box;
 
-use super::Errno;
+use crate::errno::Errno;
 
 /// The longest component name, in bytes (`NAME_MAX`).
 ///
 /// ```
-/// use lockref::dcache::{Dcache, Errno, OpenFlags, NAME_MAX};
+/// use lockref_dcache::{Dcache, Errno, OpenFlags, NAME_MAX};
 ///
 /// let cache = Dcache::new(Default::default());
 /// let long = format!("/{}", "x".repeat(NAME_MAX + 1));

@@ -6,7 +6,7 @@ use core::fmt;
 /// error leaves every reference count as it was before the call.
 ///
 /// ```
-/// use lockref::dcache::Errno;
+/// use lockref_dcache::Errno;
 ///
 /// assert_eq!(Errno::NoEnt.code(), 2);
 /// assert_eq!(Errno::NameTooLong.to_string(), "ENAMETOOLONG: file name too long");
@@ -23,7 +23,7 @@ pub enum Errno {
     /// `EISDIR`: a directory opened for writing, or unlinked as a file.
     IsDir,
     /// `ENAMETOOLONG`: a component over 255 bytes, a path over 4096
-    /// bytes, or more than [`MAX_DEPTH`](super::MAX_DEPTH) components.
+    /// bytes, or more than [`MAX_DEPTH`](crate::MAX_DEPTH) components.
     NameTooLong,
     /// `EINVAL`: a name with a NUL byte, or `.`/`..` where a plain name is
     /// needed, or flags that contradict each other.

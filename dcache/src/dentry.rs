@@ -1,4 +1,5 @@
-//! Dentries and the references to them.
+//! The dentry: what a hash-chain walk reads, and the lockref. The counted
+//! references to dentries and their life cycle are in `dentry_ref.rs`.
 //!
 //! # Layout
 //!
@@ -20,11 +21,12 @@
 use core::ptr::NonNull;
 use std::sync::Arc;
 
-use super::inode::{Inode, InodeKind};
-use super::name::Name;
-use crate::policy::DefaultPolicy;
+use crossbeam_utils::CachePadded;
+use lockref::LockRef;
+
+use crate::inode::{Inode, InodeKind};
+use crate::name::Name;
 use crate::sync::{AtomicPtr, AtomicU32, Ordering};
-use crate::LockRef;
 
 /// In a hash chain (reachable by lookups).
 pub(crate) const HASHED: u32 = 1 << 0;
@@ -36,16 +38,12 @@ pub(crate) const PSEUDO: u32 = 1 << 2;
 /// `d_revalidate` hook).
 pub(crate) const REVALIDATE: u32 = 1 << 3;
 
-/// What the dentry lock guards beyond the count.
+/// What the dentry lock guards beyond the count: the revalidation state.
 #[derive(Default)]
-pub(crate) struct Locked {
+pub(crate) struct Revalidation {
     /// The directory generation this dentry was last revalidated against.
     pub(crate) verified_gen: u64,
 }
-
-/// One 64-byte line holding a value, so what follows starts a new line.
-#[repr(C, align(64))]
-pub(crate) struct Line<T>(pub(crate) T);
 
 /// A directory entry.
 #[repr(C)]
@@ -64,8 +62,10 @@ pub(crate) struct Dentry {
     pub(crate) flags: AtomicU32,
     /// The name; immutable (no rename).
     pub(crate) name: Name,
-    /// The count and the lock, on their own line.
-    pub(crate) lockref: Line<LockRef<Locked, DefaultPolicy>>,
+    /// The count and the lock, on their own cache line
+    /// ([`CachePadded`]: 128 bytes on x86_64, where the adjacent-line
+    /// prefetcher pairs lines, 64 or more elsewhere).
+    pub(crate) lockref: CachePadded<LockRef<Revalidation>>,
 }
 
 // The layout the module docs promise: the lockref on its own line, after
@@ -96,7 +96,7 @@ impl Dentry {
             ),
             flags: AtomicU32::new(flags),
             name: Name::new(name),
-            lockref: Line(LockRef::new(Locked::default())),
+            lockref: CachePadded::new(LockRef::new(Revalidation::default())),
         }
     }
 

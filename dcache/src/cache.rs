@@ -1,0 +1,174 @@
+//! [`Dcache`]: the cache itself, its construction, its counters and its
+//! teardown.
+
+use core::ptr::NonNull;
+use std::boxed::Box;
+
+use crossbeam_epoch::{self as epoch, Owned};
+
+use crate::config::{Config, Variants};
+use crate::dentry::{self, Dentry};
+use crate::hash_table::Bucket;
+use crate::inode::{self, InodeKind};
+use crate::mount::Mount;
+use crate::path_ref::PathRef;
+use crate::sharded_count::ShardedCount;
+use crate::sync::{AtomicU64, Ordering};
+
+/// A dentry cache over an in-memory filesystem. See the [crate
+/// docs](crate).
+///
+/// Its methods live with the concept they implement:
+///
+/// | file | methods |
+/// |---|---|
+/// | `cache.rs` | [`new`](Self::new), [`variants`](Self::variants), [`set_variants`](Self::set_variants), [`live_dentries`](Self::live_dentries), [`live_files`](Self::live_files), [`root`](Self::root) |
+/// | `ops.rs` | [`stat`](Self::stat), [`lookup_path`](Self::lookup_path), [`open`](Self::open), [`close`](Self::close), [`mkdir`](Self::mkdir), [`unlink`](Self::unlink), [`try_lookup_noperm`](Self::try_lookup_noperm), [`lookup_noperm_unlocked`](Self::lookup_noperm_unlocked), [`alloc_pseudo`](Self::alloc_pseudo) |
+/// | `file.rs` | [`alloc_file`](Self::alloc_file) |
+/// | `testing.rs` (feature `testing`) | `check_balanced`, `pseudo_root` |
+/// | `walk.rs` (private) | the RCU and ref walks, per-component lookup, revalidation |
+/// | `hash_table.rs` (private) | `d_lookup`, `d_add`, `d_drop` |
+/// | `dentry_ref.rs` (private) | `d_alloc`, `dget`, `dput`, the kill |
+pub struct Dcache {
+    pub(crate) buckets: Box<[Bucket]>,
+    pub(crate) root: NonNull<Dentry>,
+    pub(crate) root_mnt: Mount,
+    pub(crate) pseudo_root: NonNull<Dentry>,
+    pub(crate) pseudo_mnt: Mount,
+    /// Dentries allocated and not yet killed.
+    pub(crate) live: ShardedCount,
+    /// File objects allocated and not yet freed.
+    pub(crate) files: ShardedCount,
+    next_ino: AtomicU64,
+    pub(crate) variants: Variants,
+}
+
+// SAFETY: the raw pointers are to the roots, owned by the cache and shared
+// only through the synchronization of dentries themselves.
+unsafe impl Send for Dcache {}
+// SAFETY: as for `Send`: all shared state is atomic or locked.
+unsafe impl Sync for Dcache {}
+
+impl Dcache {
+    /// An empty filesystem: a root directory, and a pseudo filesystem root
+    /// for pipes and sockets.
+    ///
+    /// ```
+    /// let cache = lockref_dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.live_dentries(), 2); // the two roots
+    /// ```
+    pub fn new(config: Config) -> Self {
+        let buckets = config.buckets.max(1).next_power_of_two();
+        let mut cache = Dcache {
+            buckets: (0..buckets).map(|_| Bucket::new()).collect(),
+            root: NonNull::dangling(),
+            root_mnt: Mount::new(),
+            pseudo_root: NonNull::dangling(),
+            pseudo_mnt: Mount::new(),
+            live: ShardedCount::new(),
+            files: ShardedCount::new(),
+            next_ino: AtomicU64::new(1),
+            variants: config.variants,
+        };
+        let flags = if config.revalidate {
+            dentry::REVALIDATE
+        } else {
+            0
+        };
+        let root_inode = inode::Inode::new(cache.alloc_ino(), InodeKind::Dir);
+        cache.root = cache.d_alloc(None, b"/", flags, Some(root_inode));
+        let pseudo_inode = inode::Inode::new(cache.alloc_ino(), InodeKind::Dir);
+        cache.pseudo_root = cache.d_alloc(None, b"pipe:", 0, Some(pseudo_inode));
+        cache
+    }
+
+    /// The behaviour selected per seed.
+    ///
+    /// ```
+    /// let cache = lockref_dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.variants(), lockref_dcache::Variants::AFTER);
+    /// ```
+    pub fn variants(&self) -> Variants {
+        self.variants
+    }
+
+    /// Selects each seed's behaviour for the operations that follow.
+    ///
+    /// ```
+    /// use lockref_dcache::{Dcache, Variants};
+    ///
+    /// let mut cache = Dcache::new(Default::default());
+    /// cache.set_variants(Variants::BEFORE);
+    /// assert_eq!(cache.variants(), Variants::BEFORE);
+    /// ```
+    pub fn set_variants(&mut self, variants: Variants) {
+        self.variants = variants;
+    }
+
+    pub(crate) fn alloc_ino(&self) -> u64 {
+        // Relaxed: a unique number is all that is needed.
+        self.next_ino.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Dentries allocated and not yet killed (cached ones included).
+    ///
+    /// ```
+    /// let cache = lockref_dcache::Dcache::new(Default::default());
+    /// cache.mkdir("/a").unwrap();
+    /// assert_eq!(cache.live_dentries(), 3); // two roots and /a
+    /// ```
+    pub fn live_dentries(&self) -> usize {
+        self.live.sum().max(0) as usize
+    }
+
+    /// File objects allocated and not yet freed.
+    ///
+    /// ```
+    /// use lockref_dcache::{Dcache, OpenFlags};
+    ///
+    /// let cache = Dcache::new(Default::default());
+    /// let f = cache.open("/", OpenFlags::RDONLY).unwrap();
+    /// assert_eq!(cache.live_files(), 1);
+    /// cache.close(f);
+    /// assert_eq!(cache.live_files(), 0);
+    /// ```
+    pub fn live_files(&self) -> usize {
+        self.files.sum().max(0) as usize
+    }
+
+    /// The root directory, referenced.
+    ///
+    /// ```
+    /// let cache = lockref_dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.root().name(), b"/");
+    /// ```
+    pub fn root(&self) -> PathRef<'_> {
+        self.root_mnt.get();
+        PathRef {
+            mnt: &self.root_mnt,
+            dentry: self.root_ref(),
+        }
+    }
+}
+impl Drop for Dcache {
+    fn drop(&mut self) {
+        // No handle can outlive the cache (they borrow it), so every
+        // dentry left is hashed at its cached count, or a root. Free them
+        // all now: nothing else can reach them.
+        for bucket in self.buckets.iter() {
+            // SAFETY: `&mut self`: no other thread walks the chains.
+            let guard = unsafe { epoch::unprotected() };
+            let mut cur = bucket.head.load(Ordering::Relaxed, guard);
+            while !cur.is_null() {
+                // SAFETY: a hashed dentry, from `d_alloc`'s box, freed once.
+                let owned = unsafe { cur.into_owned() };
+                cur = owned.next.load(Ordering::Relaxed, guard);
+                drop(owned);
+            }
+        }
+        for root in [self.root, self.pseudo_root] {
+            // SAFETY: roots are never hashed or killed; freed here only.
+            drop(unsafe { Owned::from_raw(root.as_ptr()) });
+        }
+    }
+}

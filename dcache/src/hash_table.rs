@@ -1,0 +1,147 @@
+//! The hash table: buckets of lock-free chains that lookups walk without
+//! locks or references, and a spinlock per bucket for the writers
+//! (`d_add`, `__d_drop`).
+
+use core::ptr::NonNull;
+
+use crossbeam_epoch::{self as epoch, Guard, Shared};
+use lockref::LockRef;
+
+use crate::cache::Dcache;
+use crate::dentry::{Dentry, HASHED, WAS_HASHED};
+use crate::dentry_ref::DentryRef;
+use crate::name;
+use crate::sync::Ordering;
+
+/// A hash bucket: a chain of dentries that lookups walk without locks, and
+/// a lock (a `LockRef<()>` used only as a spinlock) that serializes the
+/// writers of the chain.
+pub(crate) struct Bucket {
+    pub(crate) lock: LockRef<()>,
+    pub(crate) head: epoch::Atomic<Dentry>,
+}
+
+impl Bucket {
+    pub(crate) fn new() -> Self {
+        Bucket {
+            lock: LockRef::new(()),
+            head: epoch::Atomic::null(),
+        }
+    }
+}
+
+impl Dcache {
+    #[inline]
+    pub(crate) fn bucket(&self, hash: u64) -> &Bucket {
+        &self.buckets[(hash as usize) & (self.buckets.len() - 1)]
+    }
+    /// Finds a hashed dentry (parent, name) without taking anything: the
+    /// RCU part of `d_lookup`. What it returns is valid while `guard` is
+    /// held, but may be dying: take a reference with `get_not_dead` before
+    /// trusting it past the guard.
+    ///
+    /// The pointer keeps the provenance of the chain (that of the
+    /// allocation), never that of a `&Dentry`, so it may later free.
+    pub(crate) fn lookup_rcu(
+        &self,
+        parent: &Dentry,
+        name: &[u8],
+        guard: &Guard,
+    ) -> Option<NonNull<Dentry>> {
+        let hash = name::hash(parent as *const Dentry as usize, name);
+        // Acquire on every link: a dentry published by an insert is seen
+        // fully initialized.
+        let mut cur = self.bucket(hash).head.load(Ordering::Acquire, guard);
+        // SAFETY: chain nodes are freed only after a grace period that
+        // cannot end while `guard` pins this thread.
+        while let Some(d) = unsafe { cur.as_ref() } {
+            if d.hash == hash
+                && core::ptr::eq(d.parent.as_ptr(), parent)
+                && d.name.as_bytes() == name
+                && d.is_hashed()
+            {
+                return NonNull::new(cur.as_raw().cast_mut());
+            }
+            cur = d.next.load(Ordering::Acquire, guard);
+        }
+        None
+    }
+
+    /// Takes a reference on a dentry found by [`lookup_rcu`] if it is still
+    /// alive and hashed (`__legitimize_path`'s `lockref_get_not_dead`, then
+    /// `d_unhashed`). Does not revalidate.
+    pub(crate) fn legitimize(&self, ptr: NonNull<Dentry>) -> Option<DentryRef<'_>> {
+        // SAFETY: the caller found it while pinned, or holds a reference:
+        // its memory is valid.
+        let d = unsafe { ptr.as_ref() };
+        if !d.lockref.get_not_dead() {
+            return None;
+        }
+        let r = DentryRef::from_counted(self, ptr);
+        // Unhashed after we found it (unlinked, or being killed before we
+        // counted): a miss. Our reference is dropped normally.
+        r.dentry().is_hashed().then_some(r)
+    }
+
+    /// `d_lookup`: the dentry (parent, name) with a reference, if cached.
+    pub(crate) fn d_lookup(&self, parent: &Dentry, name: &[u8]) -> Option<DentryRef<'_>> {
+        let guard = epoch::pin();
+        let found = self.lookup_rcu(parent, name, &guard)?;
+        self.legitimize(found)
+    }
+
+    /// Hashes a new dentry (`d_add`), unless a live one with the same
+    /// parent and name is already hashed: then that one is returned with a
+    /// reference and `new` is left unhashed for the caller to drop.
+    pub(crate) fn d_add(&self, new: &DentryRef<'_>) -> Option<DentryRef<'_>> {
+        let d = new.dentry();
+        let bucket = self.bucket(d.hash);
+        let _lock = bucket.lock.lock();
+        let guard = epoch::pin();
+        if let Some(existing) = self.lookup_rcu(d.parent(), d.name.as_bytes(), &guard) {
+            if let Some(r) = self.legitimize(existing) {
+                return Some(r);
+            }
+        }
+        // Release: set before the dentry becomes reachable below.
+        d.flags.fetch_or(HASHED | WAS_HASHED, Ordering::Release);
+        let head = bucket.head.load(Ordering::Relaxed, &guard);
+        // Relaxed: `d` is not reachable yet; the Release store of the head
+        // publishes both.
+        d.next.store(head, Ordering::Relaxed);
+        bucket
+            .head
+            .store(Shared::from(d as *const Dentry), Ordering::Release);
+        None
+    }
+
+    /// `__d_drop`: removes a dentry from its hash chain, if hashed. Returns
+    /// whether it was. Lookups already walking past it keep working (its
+    /// `next` still leads on), and see it unhashed.
+    pub(crate) fn d_drop(&self, d: &Dentry) -> bool {
+        // AcqRel: exactly one caller removes it; Release so lookups that
+        // see the flag clear do not use it.
+        if d.flags.fetch_and(!HASHED, Ordering::AcqRel) & HASHED == 0 {
+            return false;
+        }
+        let bucket = self.bucket(d.hash);
+        let _lock = bucket.lock.lock();
+        let guard = epoch::pin();
+        let target = d as *const Dentry;
+        let next = d.next.load(Ordering::Relaxed, &guard);
+        let mut link = &bucket.head;
+        loop {
+            let cur = link.load(Ordering::Relaxed, &guard);
+            if cur.as_raw() == target {
+                // Release: keeps the chain readable from here on.
+                link.store(next, Ordering::Release);
+                return true;
+            }
+            // SAFETY: chain nodes are valid under the bucket lock and the
+            // guard; `d` was hashed, so it is on this chain.
+            link = &unsafe { cur.as_ref() }
+                .expect("hashed dentry is on its chain")
+                .next;
+        }
+    }
+}
