@@ -1,11 +1,6 @@
 //! The count half: its special values and the arithmetic every path shares.
 //!
-//! | count            | state                                              |
-//! |------------------|----------------------------------------------------|
-//! | `< 0`            | dead ([`DEAD`] after `mark_dead`): no new references |
-//! | `0`              | live, no references (a cache may keep it)          |
-//! | `1 ..= MAX-1`    | live, that many references                         |
-//! | [`SATURATED`]    | saturated: never moves again, the object is leaked |
+//! The states are in the crate docs' word table.
 //!
 //! Saturation follows the kernel's `refcount_t`, not its lockref: a count
 //! that reaches the top stays there, so an overflow leaks the object instead

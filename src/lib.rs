@@ -37,7 +37,7 @@
 //! - **[`LockRef::get`] panics on a dead object** (the kernel increments a
 //!   dead count blindly).
 //! - **The lock is a ticket lock** (fair) in the word's top half, the count
-//!   in the bottom half; see [`raw`'s layout](#the-word).
+//!   in the bottom half; see [the word](#the-word).
 //! - **Orderings are stronger where a Rust caller needs them to free**:
 //!   the kernel's lockless updates are relaxed and rely on RCU; here the
 //!   references taken from a possibly-unreferenced object (`get_not_zero`,
@@ -46,11 +46,26 @@
 //!
 //! # The word
 //!
+//! The one description of the layout; the code in `raw/` follows it.
+//!
 //! | bits   | field | meaning |
 //! |--------|-------|---------|
-//! | 0..32  | count | `i32`: `< 0` dead, `0` unreferenced, [`SATURATED`] saturated |
-//! | 32..48 | owner | ticket lock: the ticket served; unlocked iff `owner == next` |
+//! | 0..32  | count | `i32` (states below) |
+//! | 32..48 | owner | ticket lock: the ticket served |
 //! | 48..64 | next  | ticket lock: the next ticket to draw |
+//!
+//! | state     | lock half       | count |
+//! |-----------|-----------------|-------|
+//! | unlocked  | `owner == next` | any; lockless updates allowed |
+//! | locked    | `owner != next` | any; only the holder changes it |
+//! | live      | any             | `0 ..= SATURATED - 1` references (`0`: a cache may keep it) |
+//! | dead      | any             | `< 0` ([`DEAD`] after `mark_dead`): no new references |
+//! | saturated | any             | [`SATURATED`]: never changes again, the object is leaked |
+//!
+//! The kernel puts the lock in the low half; here the count is low so that
+//! drawing a ticket is one `fetch_add` whose carry out of `next` falls off
+//! the top of the word. Without a 64-bit compare-and-swap the lock half is
+//! its own 32-bit word and the count sits beside it, 8 bytes in all.
 //!
 //! # Contention policies
 //!

@@ -8,7 +8,7 @@ use core::ops::{Deref, DerefMut};
 use crate::count::{decremented, incremented, DEAD, SATURATED};
 use crate::error::{CountError, PutError};
 use crate::policy::{DefaultPolicy, Policy};
-use crate::raw::{Locked, RawLockRef};
+use crate::raw::RawLockRef;
 use crate::sync::{MutPtr, UnsafeCell};
 
 /// A spinlock and a reference count in one 64-bit word, and a `T` that only
@@ -325,7 +325,7 @@ impl<T, P: Policy> LockRef<T, P> {
     /// ```
     #[inline]
     pub fn lock(&self) -> LockRefGuard<'_, T, P> {
-        let ticket = self.raw.lock_op();
+        let ticket = self.raw.lock();
         LockRefGuard::new(self, ticket)
     }
 
@@ -343,7 +343,7 @@ impl<T, P: Policy> LockRef<T, P> {
     #[inline]
     pub fn try_lock(&self) -> Option<LockRefGuard<'_, T, P>> {
         self.raw
-            .try_lock_op()
+            .try_lock()
             .map(|ticket| LockRefGuard::new(self, ticket))
     }
 

@@ -13,26 +13,20 @@
 pub(crate) enum Event {
     /// A public operation on the object began (get, get_not_zero,
     /// get_not_dead, put_return, put_or_lock, lock, try_lock).
-    Op,
+    Operation,
     /// The lockless path finished the operation (a compare-and-swap
     /// succeeded, or the operation was decided from one read without any
     /// write: a refusal, or a saturated count).
-    #[cfg_attr(
-        any(lockref_lock_only, not(target_has_atomic = "64")),
-        allow(dead_code)
-    )]
     Lockless,
     /// A compare-and-swap failed.
-    #[cfg_attr(
-        any(lockref_lock_only, not(target_has_atomic = "64")),
-        allow(dead_code)
-    )]
+    /// (Never in the lock-only build, which has no compare-and-swap.)
+    #[allow(dead_code)]
     CasFailed,
     /// The lockless path gave up (lock held or attempts exhausted) and the
     /// operation was done under the lock, or failed for `put_return`.
     Fallback,
     /// The lock was acquired (explicitly or by a fallback).
-    Locked,
+    LockAcquired,
 }
 
 /// A copy of an object's counters at one moment ([`LockRef::stats`](crate::LockRef::stats),
@@ -81,11 +75,11 @@ cfg_if::cfg_if! {
             #[inline(always)]
             pub(crate) fn record(&self, event: Event) {
                 let counter = match event {
-                    Event::Op => &self.operations,
+                    Event::Operation => &self.operations,
                     Event::Lockless => &self.lockless,
                     Event::CasFailed => &self.cas_failures,
                     Event::Fallback => &self.fallbacks,
-                    Event::Locked => &self.lock_acquisitions,
+                    Event::LockAcquired => &self.lock_acquisitions,
                 };
                 // Relaxed: a counter orders nothing; readers want totals.
                 counter.fetch_add(1, StatOrdering::Relaxed);

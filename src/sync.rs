@@ -12,13 +12,15 @@ cfg_if::cfg_if! {
         pub(crate) use loom::hint::spin_loop;
         #[allow(unused_imports)]
         pub(crate) use loom::sync::atomic::{fence, AtomicI32, AtomicU32, Ordering};
-        #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+        #[cfg(target_has_atomic = "64")]
+        #[allow(unused_imports)]
         pub(crate) use loom::sync::atomic::AtomicU64;
     } else {
         pub(crate) use core::hint::spin_loop;
         #[allow(unused_imports)]
         pub(crate) use core::sync::atomic::{fence, AtomicI32, AtomicU32, Ordering};
-        #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+        #[cfg(target_has_atomic = "64")]
+        #[allow(unused_imports)]
         pub(crate) use core::sync::atomic::AtomicU64;
 
         /// `core::cell::UnsafeCell` with loom's interface.

@@ -1,25 +1,28 @@
-//! The untyped lockref: a count and a ticket lock, without the data.
+//! The untyped lockref: a count and a ticket lock, without the data. Each
+//! operation is its lockless attempt followed, beside it, by its locked
+//! version, as in the kernel's `lib/lockref.c`.
 //!
-//! Two implementations with one interface, chosen at compile time as the
-//! kernel chooses with `CONFIG_ARCH_USE_CMPXCHG_LOCKREF`:
-//!
-//! - [`cas`]: one 64-bit word, lockless compare-and-swap fast paths;
-//! - [`lock_only`]: for targets without a 64-bit compare-and-swap (or with
-//!   `--cfg lockref_lock_only`, to test it on any host): every operation
-//!   takes the lock.
-//!
-//! Both share the locked paths below, so an operation means the same under
-//! the lock whichever implementation runs it.
+//! The word is chosen here, once, as the kernel chooses with
+//! `CONFIG_ARCH_USE_CMPXCHG_LOCKREF`: with a 64-bit compare-and-swap, count
+//! and lock share one `AtomicU64` and the attempt is a compare-and-swap
+//! loop ([`cas_word`]); without one (or with `--cfg lockref_lock_only`, to
+//! test that build on any host) the attempt always gives up and every
+//! operation takes the lock ([`lock_only_word`]). The operations below are
+//! the same code for both.
 
-use crate::count::{decremented, incremented};
+use crate::count::{decremented, incremented, SATURATED};
+use crate::error::PutError;
+use crate::policy::Policy;
 use crate::stats::{Event, Stats};
+use crate::sync::{fence, Ordering};
 
 pub(crate) mod ticket;
 
 cfg_if::cfg_if! {
+    // The one place the build's word is chosen.
     if #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))] {
-        mod cas;
-        pub(crate) use cas::RawLockRef;
+        mod cas_word;
+        use cas_word::Word;
         /// Whether this build has the lockless compare-and-swap paths.
         ///
         /// ```
@@ -28,8 +31,8 @@ cfg_if::cfg_if! {
         /// ```
         pub const LOCKLESS: bool = true;
     } else {
-        mod lock_only;
-        pub(crate) use lock_only::RawLockRef;
+        mod lock_only_word;
+        use lock_only_word::Word;
         /// Whether this build has the lockless compare-and-swap paths.
         ///
         /// ```
@@ -39,94 +42,259 @@ cfg_if::cfg_if! {
     }
 }
 
-/// What the locked paths need from an implementation, and the lock
-/// operations both implementations share.
-pub(crate) trait Locked {
-    /// The atomic word whose top half is the ticket lock.
-    type Word: ticket::LockWord;
-    fn lock_word(&self) -> &Self::Word;
+/// How a lockless attempt ended.
+// The lock-only word constructs only `GaveUp`.
+#[allow(dead_code)]
+pub(crate) enum Attempt {
+    /// The compare-and-swap succeeded; the count is now this.
+    Swapped(i32),
+    /// The lock half read free but the count was outside the range where
+    /// the update applies (saturated, zero, dead): nothing was written; the
+    /// operation decides from this count.
+    CountOutOfRange(i32),
+    /// The attempt gave up (lock seen held, attempts used up, or no
+    /// lockless path in this build): the operation takes the lock, or, for
+    /// `put_return`, reports why.
+    GaveUp(PutError),
+}
+
+/// A lockref without its data.
+pub(crate) struct RawLockRef {
+    word: Word,
+    stats: Stats,
+}
+
+impl RawLockRef {
+    /// Unlocked, with `count`.
+    #[inline]
+    pub(crate) fn new(count: i32) -> Self {
+        Self::at_ticket(count, 0)
+    }
+
+    /// Unlocked with `count`, the next ticket to draw being `ticket`: lets
+    /// tests cross the ticket wrap without 65 536 lock cycles.
+    #[inline]
+    pub(crate) fn at_ticket(count: i32, ticket: u16) -> Self {
+        Self {
+            word: Word::new(count, ticket),
+            stats: Stats::new(),
+        }
+    }
+
+    #[cfg(feature = "stats")]
+    #[inline]
+    pub(crate) fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// A snapshot of the count.
+    #[inline]
+    pub(crate) fn count(&self) -> i32 {
+        self.word.count()
+    }
+
     /// The count; only meaningful with the lock held.
-    fn count_locked(&self) -> i32;
+    #[inline]
+    pub(crate) fn count_locked(&self) -> i32 {
+        self.word.count_locked()
+    }
+
     /// Changes the count from `old` (its value now) to `new`; lock held.
-    fn set_count_locked(&self, old: i32, new: i32);
-    fn stats(&self) -> &Stats;
-
     #[inline]
-    fn lock(&self) -> u16 {
-        ticket::lock(self.lock_word())
+    pub(crate) fn set_count_locked(&self, old: i32, new: i32) {
+        self.word.set_count_locked(old, new);
     }
 
-    #[inline]
-    fn unlock(&self, ticket: u16) {
-        ticket::unlock(self.lock_word(), ticket);
-    }
+    // ----- the lock -----
 
-    /// `lock` with the acquisition counted.
+    /// Takes the lock and counts the acquisition.
     #[inline]
-    fn lock_counted(&self) -> u16 {
-        let ticket = self.lock();
-        self.stats().record(Event::Locked);
+    fn acquire(&self) -> u16 {
+        let ticket = ticket::lock(self.word.lock_word());
+        self.stats.record(Event::LockAcquired);
         ticket
     }
 
-    /// Takes the lock (counted as an operation).
+    /// Releases the lock held with `ticket`.
     #[inline]
-    fn lock_op(&self) -> u16 {
-        self.stats().record(Event::Op);
-        self.lock_counted()
+    pub(crate) fn unlock(&self, ticket: u16) {
+        ticket::unlock(self.word.lock_word(), ticket);
     }
 
-    /// Takes the lock if it is free now (counted as an operation).
+    /// `spin_lock`: waits in line for the lock. Returns the ticket.
     #[inline]
-    fn try_lock_op(&self) -> Option<u16> {
-        self.stats().record(Event::Op);
-        let ticket = ticket::try_lock(self.lock_word());
+    pub(crate) fn lock(&self) -> u16 {
+        self.stats.record(Event::Operation);
+        self.acquire()
+    }
+
+    /// `spin_trylock`: the lock if it is free now.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<u16> {
+        self.stats.record(Event::Operation);
+        let ticket = ticket::try_lock(self.word.lock_word());
         if ticket.is_some() {
-            self.stats().record(Event::Locked);
+            self.stats.record(Event::LockAcquired);
         }
         ticket
     }
-}
 
-/// `get` under the lock. Returns `false`, changing nothing, if dead.
-#[cold]
-#[inline(never)]
-pub(crate) fn get_locked<R: Locked>(raw: &R) -> bool {
-    get_at_least_locked(raw, 0)
-}
+    // ----- lockref_get -----
 
-/// Takes a reference under the lock if the count is at least `min` (1 for
-/// `get_not_zero`, 0 for `get_not_dead`).
-#[cold]
-#[inline(never)]
-pub(crate) fn get_at_least_locked<R: Locked>(raw: &R, min: i32) -> bool {
-    let ticket = raw.lock_counted();
-    let count = raw.count_locked();
-    let taken = match incremented(count) {
-        Some(new) if count >= min => {
-            raw.set_count_locked(count, new);
-            true
+    /// Takes a reference the caller already holds one of. Panics if dead.
+    #[inline]
+    pub(crate) fn get<P: Policy>(&self) {
+        self.stats.record(Event::Operation);
+        // Relaxed: the caller holds a reference, which keeps the object
+        // alive; a new reference derived from it needs no ordering (as
+        // `Arc::clone`).
+        match self.word.attempt::<P>(&self.stats, Ordering::Relaxed, 1, 0) {
+            Attempt::Swapped(_) => self.stats.record(Event::Lockless),
+            // Saturated: stays. Otherwise dead.
+            Attempt::CountOutOfRange(count) => {
+                self.stats.record(Event::Lockless);
+                if count != SATURATED {
+                    get_on_dead();
+                }
+            }
+            Attempt::GaveUp(_) => self.get_locked(),
         }
-        _ => false,
-    };
-    raw.unlock(ticket);
-    taken
-}
+    }
 
-/// `put_or_lock` under the lock: decrements and returns `None` if the count
-/// is above one, else returns the ticket with the lock still held.
-#[cold]
-#[inline(never)]
-pub(crate) fn put_or_lock_locked<R: Locked>(raw: &R) -> Option<u16> {
-    let ticket = raw.lock_counted();
-    let count = raw.count_locked();
-    match decremented(count) {
-        Some(new) if count > 1 => {
-            raw.set_count_locked(count, new);
-            raw.unlock(ticket);
-            None
+    #[cold]
+    #[inline(never)]
+    fn get_locked(&self) {
+        if !self.get_at_least_locked(0) {
+            get_on_dead();
         }
-        _ => Some(ticket),
+    }
+
+    // ----- lockref_get_not_zero, lockref_get_not_dead -----
+
+    /// Takes a reference if the count is at least `min` (1 for
+    /// `get_not_zero`, 0 for `get_not_dead`).
+    #[inline]
+    pub(crate) fn get_at_least<P: Policy>(&self, min: i32) -> bool {
+        self.stats.record(Event::Operation);
+        // Acquire on success: the caller may have found the object without
+        // holding a reference (a lookup) and will read it; this makes the
+        // writes before the last unlock (or the last release of the count)
+        // visible.
+        match self
+            .word
+            .attempt::<P>(&self.stats, Ordering::Acquire, 1, min)
+        {
+            Attempt::Swapped(_) => {
+                self.stats.record(Event::Lockless);
+                true
+            }
+            Attempt::CountOutOfRange(count) => {
+                self.stats.record(Event::Lockless);
+                if count == SATURATED {
+                    // Saturated: a reference without a write, with the
+                    // Acquire the compare-and-swap would have given.
+                    fence(Ordering::Acquire);
+                    true
+                } else {
+                    false
+                }
+            }
+            Attempt::GaveUp(_) => self.get_at_least_locked(min),
+        }
+    }
+
+    /// [`get_at_least`](Self::get_at_least) under the lock.
+    #[cold]
+    #[inline(never)]
+    fn get_at_least_locked(&self, min: i32) -> bool {
+        self.stats.record(Event::Fallback);
+        let ticket = self.acquire();
+        let count = self.word.count_locked();
+        let taken = match incremented(count) {
+            Some(new) if count >= min => {
+                self.word.set_count_locked(count, new);
+                true
+            }
+            _ => false,
+        };
+        self.unlock(ticket);
+        taken
+    }
+
+    // ----- lockref_put_return -----
+
+    /// Drops a reference without ever taking the lock: the new count, or
+    /// why not (nothing changed).
+    #[inline]
+    pub(crate) fn put_return<P: Policy>(&self) -> Result<u32, PutError> {
+        self.stats.record(Event::Operation);
+        // Release on success: our uses of the object happen before whoever
+        // sees the count reach zero and frees it (as `Arc::drop`).
+        match self
+            .word
+            .attempt::<P>(&self.stats, Ordering::Release, -1, 1)
+        {
+            Attempt::Swapped(new) => {
+                self.stats.record(Event::Lockless);
+                if new == 0 {
+                    // Acquire at zero: every other holder's releasing put
+                    // happens before our return, so the caller may free.
+                    fence(Ordering::Acquire);
+                }
+                Ok(new as u32)
+            }
+            Attempt::CountOutOfRange(count) => {
+                self.stats.record(Event::Lockless);
+                if count == SATURATED {
+                    Ok(SATURATED as u32)
+                } else {
+                    Err(PutError::NotPositive)
+                }
+            }
+            // No locked version: the caller decides under the lock.
+            Attempt::GaveUp(why) => {
+                self.stats.record(Event::Fallback);
+                Err(why)
+            }
+        }
+    }
+
+    // ----- lockref_put_or_lock -----
+
+    /// Drops a reference if it is not the last; else returns the ticket
+    /// with the lock held and nothing changed.
+    #[inline]
+    pub(crate) fn put_or_lock<P: Policy>(&self) -> Option<u16> {
+        self.stats.record(Event::Operation);
+        // Release on success: as `put_return`. When the lock is taken, its
+        // Acquire orders what follows.
+        match self
+            .word
+            .attempt::<P>(&self.stats, Ordering::Release, -1, 2)
+        {
+            Attempt::Swapped(_) | Attempt::CountOutOfRange(SATURATED) => {
+                self.stats.record(Event::Lockless);
+                None
+            }
+            Attempt::CountOutOfRange(_) | Attempt::GaveUp(_) => self.put_or_lock_locked(),
+        }
+    }
+
+    /// [`put_or_lock`](Self::put_or_lock) under the lock.
+    #[cold]
+    #[inline(never)]
+    fn put_or_lock_locked(&self) -> Option<u16> {
+        self.stats.record(Event::Fallback);
+        let ticket = self.acquire();
+        let count = self.word.count_locked();
+        match decremented(count) {
+            Some(new) if count > 1 => {
+                self.word.set_count_locked(count, new);
+                self.unlock(ticket);
+                None
+            }
+            _ => Some(ticket),
+        }
     }
 }
 
@@ -135,6 +303,6 @@ pub(crate) fn put_or_lock_locked<R: Locked>(raw: &R) -> Option<u16> {
 #[cold]
 #[inline(never)]
 #[track_caller]
-pub(crate) fn get_on_dead() -> ! {
+fn get_on_dead() -> ! {
     panic!("LockRef::get on a dead object (use get_not_dead where death is possible)")
 }

@@ -1,9 +1,5 @@
-//! The lock half: a 32-bit ticket spinlock.
-//!
-//! | bits of the lock half | meaning |
-//! |---|---|
-//! | 0..16  | `owner`: the ticket now served |
-//! | 16..32 | `next`: the ticket the next locker draws |
+//! The lock half: a 32-bit ticket spinlock, `owner` in its low 16 bits and
+//! `next` in its high 16 (see the word layout in the crate docs).
 //!
 //! Unlocked exactly when `owner == next`. Locking draws a ticket with one
 //! `fetch_add` and waits until `owner` reaches it; unlocking advances
@@ -15,7 +11,8 @@
 //! known weakness of a ticket lock is a preempted waiter whose turn comes
 //! (everyone behind it waits a time slice): with `std`, waiters yield the
 //! CPU after spinning a while, which bounds that loss when threads outnumber
-//! cores (unit tests do the same). Tickets are 16 bits: at most 65 535 waiters at once.
+//! cores (unit tests do the same). Tickets are 16 bits: at most 65 535
+//! waiters at once.
 //!
 //! The lock half is the *top* half of its word, so the carry out of `next`
 //! when a ticket is drawn at 0xffff falls off the word instead of landing in
@@ -30,7 +27,8 @@ const TICKET: u32 = 1 << 16;
 #[cfg(all(any(feature = "std", test), not(loom)))]
 const SPINS_BEFORE_YIELD: u32 = 1 << 10;
 
-/// An atomic word whose top bits hold the lock half.
+/// An atomic word whose top 32 bits are the lock half: the lockref word
+/// itself, or a lone 32-bit lock in the lock-only build.
 pub(crate) trait LockWord {
     /// The integer the word holds.
     type Int: Copy;
@@ -54,6 +52,53 @@ pub(crate) trait LockWord {
     fn wrapping_add(a: Self::Int, b: Self::Int) -> Self::Int;
 }
 
+/// Implements [`LockWord`] for an atomic integer whose top 32 bits are the
+/// lock half: the same code for both words, only the type differs.
+macro_rules! lock_word {
+    ($atomic:ty, $int:ty) => {
+        impl $crate::raw::ticket::LockWord for $atomic {
+            type Int = $int;
+
+            #[inline(always)]
+            fn load(&self, order: $crate::sync::Ordering) -> $int {
+                <$atomic>::load(self, order)
+            }
+
+            #[inline(always)]
+            fn fetch_add(&self, add: $int, order: $crate::sync::Ordering) -> $int {
+                <$atomic>::fetch_add(self, add, order)
+            }
+
+            #[inline(always)]
+            fn compare_exchange(
+                &self,
+                current: $int,
+                new: $int,
+                success: $crate::sync::Ordering,
+                failure: $crate::sync::Ordering,
+            ) -> Result<$int, $int> {
+                <$atomic>::compare_exchange(self, current, new, success, failure)
+            }
+
+            #[inline(always)]
+            fn lock_half(word: $int) -> u32 {
+                (word >> (<$int>::BITS - 32)) as u32
+            }
+
+            #[inline(always)]
+            fn lock_bits(lock: u32) -> $int {
+                <$int>::from(lock) << (<$int>::BITS - 32)
+            }
+
+            #[inline(always)]
+            fn wrapping_add(a: $int, b: $int) -> $int {
+                a.wrapping_add(b)
+            }
+        }
+    };
+}
+pub(crate) use lock_word;
+
 /// The ticket being served.
 #[inline(always)]
 fn owner(lock: u32) -> u16 {
@@ -64,6 +109,12 @@ fn owner(lock: u32) -> u16 {
 #[inline(always)]
 fn next(lock: u32) -> u16 {
     (lock >> 16) as u16
+}
+
+/// The lock half of an unlocked word whose next ticket is `ticket`.
+#[inline(always)]
+pub(crate) const fn unlocked_at(ticket: u16) -> u32 {
+    (ticket as u32) << 16 | ticket as u32
 }
 
 /// Whether a lock half reads unlocked.
@@ -111,19 +162,28 @@ fn wait<W: LockWord>(word: &W, ticket: u16) {
 }
 
 /// Takes the lock if it is free right now, without waiting.
+///
+/// Fails only when the lock half is seen held: a compare-and-swap that
+/// failed because a lockless update changed the count half meanwhile is
+/// retried (each such failure means another thread's update completed, so
+/// the retries end).
 #[inline]
 pub(crate) fn try_lock<W: LockWord>(word: &W) -> Option<u16> {
     // Relaxed: a guess; the compare-exchange below decides and orders.
-    let old = word.load(Ordering::Relaxed);
-    let lock = W::lock_half(old);
-    if !is_free(lock) {
-        return None;
+    let mut old = word.load(Ordering::Relaxed);
+    loop {
+        let lock = W::lock_half(old);
+        if !is_free(lock) {
+            return None;
+        }
+        let new = W::wrapping_add(old, W::lock_bits(TICKET));
+        // Acquire on success: as in `lock`. Relaxed on failure: the value
+        // read is only the next guess.
+        match word.compare_exchange(old, new, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return Some(next(lock)),
+            Err(actual) => old = actual,
+        }
     }
-    let new = W::wrapping_add(old, W::lock_bits(TICKET));
-    // Acquire on success: as in `lock`. Relaxed on failure: nothing read.
-    word.compare_exchange(old, new, Ordering::Acquire, Ordering::Relaxed)
-        .ok()
-        .map(|_| next(lock))
 }
 
 /// Releases the lock held with `ticket`.

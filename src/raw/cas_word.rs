@@ -1,0 +1,122 @@
+//! The word with lockless paths: count and lock in one `AtomicU64` (the
+//! layout is the crate docs' table), and the one compare-and-swap loop.
+//!
+//! # Invariants
+//!
+//! A lockless update is one compare-and-swap of the whole word from a value
+//! whose lock half reads unlocked, so it never happens while the lock is
+//! held: the count is "atomic with respect to the spinlock". While the lock
+//! is held only the holder changes the count.
+
+use super::ticket::{self, LockWord};
+use super::Attempt;
+use crate::count::SATURATED;
+use crate::error::PutError;
+use crate::policy::Policy;
+use crate::stats::{Event, Stats};
+use crate::sync::{AtomicU64, Ordering};
+
+ticket::lock_word!(AtomicU64, u64);
+
+/// The count half of a word.
+#[inline(always)]
+const fn count_of(word: u64) -> i32 {
+    word as u32 as i32
+}
+
+/// The count and the lock in one word.
+pub(crate) struct Word(AtomicU64);
+
+impl Word {
+    /// Unlocked with `count`, the next ticket to draw being `ticket`.
+    #[inline]
+    pub(crate) fn new(count: i32, ticket: u16) -> Self {
+        let lock = AtomicU64::lock_bits(ticket::unlocked_at(ticket));
+        Word(AtomicU64::new(lock | u64::from(count as u32)))
+    }
+
+    /// The atomic that holds the lock half.
+    #[inline(always)]
+    pub(crate) fn lock_word(&self) -> &AtomicU64 {
+        &self.0
+    }
+
+    /// A snapshot of the count.
+    #[inline]
+    pub(crate) fn count(&self) -> i32 {
+        // Relaxed: a snapshot, documented as racy.
+        count_of(self.0.load(Ordering::Relaxed))
+    }
+
+    /// The count; lock held.
+    #[inline]
+    pub(crate) fn count_locked(&self) -> i32 {
+        // Relaxed: with the lock held only we change the count.
+        count_of(self.0.load(Ordering::Relaxed))
+    }
+
+    /// Changes the count from `old` (its value now) to `new`; lock held.
+    #[inline]
+    pub(crate) fn set_count_locked(&self, old: i32, new: i32) {
+        // Add the exact difference of the count halves: the result's count
+        // half is `new` and any carry or borrow cancels in the lock half
+        // modulo 2^64 (see `ticket::unlock`), while concurrent ticket draws
+        // keep adding to `next`. Relaxed: the releasing unlock publishes it.
+        let delta = u64::from(new as u32).wrapping_sub(u64::from(old as u32));
+        self.0.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// The one compare-and-swap loop (the kernel's `CMPXCHG_LOOP`): while
+    /// the lock half reads free and the count is in `min .. SATURATED`,
+    /// swaps the word for itself plus `delta` (the count half cannot
+    /// overflow or borrow in that range, so the new word is one add),
+    /// within the policy's attempt budget.
+    #[inline(always)]
+    pub(crate) fn attempt<P: Policy>(
+        &self,
+        stats: &Stats,
+        success: Ordering,
+        delta: i32,
+        min: i32,
+    ) -> Attempt {
+        let mut policy = P::default();
+        let mut attempts: u32 = 0;
+        // Relaxed: only a guess to compute from; the compare-and-swap checks
+        // it, and `success` orders what a successful one needs.
+        let mut old = self.0.load(Ordering::Relaxed);
+        loop {
+            if attempts >= P::MAX_ATTEMPTS {
+                return Attempt::GaveUp(PutError::Contended);
+            }
+            if !ticket::is_free(AtomicU64::lock_half(old)) {
+                if !policy.lock_held() {
+                    return Attempt::GaveUp(PutError::Locked);
+                }
+                attempts += 1;
+                // Relaxed: as above.
+                old = self.0.load(Ordering::Relaxed);
+                continue;
+            }
+            let count = count_of(old);
+            // `min <= count < SATURATED` as one unsigned compare.
+            if (count.wrapping_sub(min) as u32) >= (SATURATED - min) as u32 {
+                return Attempt::CountOutOfRange(count);
+            }
+            // Failure is Relaxed: the value read is only the next guess.
+            match self.0.compare_exchange_weak(
+                old,
+                old.wrapping_add(i64::from(delta) as u64),
+                success,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Attempt::Swapped(count + delta),
+                Err(actual) => {
+                    stats.record(Event::CasFailed);
+                    old = actual;
+                    attempts += 1;
+                    policy.cas_failed();
+                }
+            }
+        }
+    }
+}
