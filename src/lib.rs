@@ -102,6 +102,7 @@ extern crate std;
 
 mod count;
 mod error;
+mod guard;
 mod lockref;
 pub mod policy;
 mod raw;
@@ -110,7 +111,8 @@ mod sync;
 
 pub use crate::count::{DEAD, SATURATED};
 pub use crate::error::{CountError, PutError};
-pub use crate::lockref::{LockRef, LockRefGuard, PutOrLock};
+pub use crate::guard::{LockRefGuard, PutOrLock};
+pub use crate::lockref::LockRef;
 pub use crate::raw::LOCKLESS;
 pub use crate::stats::StatsSnapshot;
 

@@ -54,6 +54,12 @@ cfg_if::cfg_if! {
         pub(crate) struct MutPtr<T>(*mut T);
 
         impl<T> MutPtr<T> {
+            /// Calls `f` with the raw pointer (loom's `MutPtr::with`).
+            #[inline(always)]
+            pub(crate) fn with<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+                f(self.0)
+            }
+
             /// # Safety
             ///
             /// The caller must have exclusive access to the cell for as

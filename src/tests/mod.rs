@@ -1,0 +1,51 @@
+//! Unit tests: every operation in every state (unlocked, locked, dead,
+//! saturated, zero), the ticket wrap, and bounded multi-thread stress tests
+//! with exact final counts. They also run under Miri (smaller loops).
+
+use crate::policy::Policy;
+use crate::{LockRef, SATURATED};
+
+mod lock;
+mod operations;
+#[cfg(feature = "stats")]
+mod stats;
+mod stress;
+
+/// Iterations per thread in the stress tests.
+pub(crate) const ITERS: usize = if cfg!(miri) { 50 } else { 20_000 };
+/// Threads in the stress tests (oversubscribes a 2-core machine).
+pub(crate) const THREADS: usize = if cfg!(miri) { 3 } else { 4 };
+
+/// A policy that never tries the lockless path: every operation falls back.
+#[derive(Default)]
+struct NoAttempts;
+
+impl Policy for NoAttempts {
+    const MAX_ATTEMPTS: u32 = 0;
+    fn cas_failed(&mut self) {}
+    fn lock_held(&mut self) -> bool {
+        true
+    }
+}
+
+pub(crate) fn dead<P: Policy>() -> LockRef<(), P> {
+    let r = LockRef::<(), P>::with_policy_and_count((), 0).unwrap();
+    r.lock().mark_dead();
+    r
+}
+
+pub(crate) fn saturated<P: Policy>() -> LockRef<(), P> {
+    LockRef::<(), P>::with_policy_and_count((), SATURATED).unwrap()
+}
+
+/// Runs `f` for every policy, and for one that always falls back.
+macro_rules! for_each_policy {
+    ($f:ident) => {{
+        $f::<KernelRetry>();
+        $f::<WaitUnlock>();
+        $f::<ExpBackoff>();
+        $f::<NoAttempts>();
+    }};
+}
+
+pub(crate) use for_each_policy;
