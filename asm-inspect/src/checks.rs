@@ -1,0 +1,170 @@
+//! The per-target checks of a probe's fast path.
+
+use std::collections::BTreeSet;
+
+use crate::flow::{is_call, is_exit, region, shortest_between, shortest_exit_path, target};
+use crate::listing::{Body, Insn};
+use crate::Order;
+
+/// The most instructions the shortest fast path of a probe may have on
+/// x86_64 (entry to `ret`, success on the first compare-and-swap).
+pub(crate) const X86_BUDGET: usize = 28;
+
+pub(crate) fn is_locked(i: &Insn) -> bool {
+    i.mnemonic.starts_with("lock ") || (i.mnemonic.starts_with("xchg") && i.operands.contains('('))
+}
+
+pub(crate) fn check_x86(body: &Body) -> Result<String, String> {
+    let fast = region(body, 0);
+    let mut cmpxchgs = Vec::new();
+    for &at in &fast {
+        let i = &body.insns[at];
+        if is_locked(i) {
+            if !i.mnemonic.starts_with("lock cmpxchg") {
+                return Err(format!(
+                    "locked instruction other than cmpxchg on the fast path: `{}`",
+                    i.text
+                ));
+            }
+            cmpxchgs.push(at);
+        }
+    }
+    if cmpxchgs.is_empty() {
+        return Err("no lock cmpxchg on the fast path".into());
+    }
+    for &at in &cmpxchgs {
+        // The branch on the compare-and-swap's ZF; the compiler may
+        // schedule flag-preserving moves in between.
+        let mut b = at + 1;
+        while body
+            .insns
+            .get(b)
+            .is_some_and(|i| i.mnemonic.starts_with("mov") || i.mnemonic.starts_with("lea"))
+        {
+            b += 1;
+        }
+        let branch = body.insns.get(b).ok_or("cmpxchg at the end")?;
+        let success = match branch.mnemonic.as_str() {
+            "je" => target(branch).and_then(|l| body.labels.get(l)).copied(),
+            "jne" => Some(b + 1),
+            _ => {
+                return Err(format!(
+                    "cmpxchg's result not branched on, but `{}`",
+                    branch.text
+                ))
+            }
+        }
+        .ok_or("success target not found")?;
+        let after = region(body, success);
+        if let Some(&bad) = after.iter().find(|&&n| is_locked(&body.insns[n])) {
+            return Err(format!(
+                "a second locked instruction after a successful cmpxchg: `{}`",
+                body.insns[bad].text
+            ));
+        }
+        if !after.iter().any(|&n| is_exit(&body.insns[n])) {
+            return Err("no call-free return after a successful cmpxchg".into());
+        }
+    }
+    let path = shortest_exit_path(body, 0).ok_or("no call-free path from entry to ret")?;
+    let on_path = path.iter().filter(|&&n| is_locked(&body.insns[n])).count();
+    // The shortest exit may be a refusal (no write); the success path is
+    // entry -> cmpxchg -> ret.
+    let success_len = cmpxchgs
+        .iter()
+        .filter_map(|&c| {
+            let to = shortest_between(body, 0, c)?;
+            let from = shortest_exit_path(body, c)?;
+            Some(to + from.len())
+        })
+        .min()
+        .ok_or("no path through a cmpxchg")?;
+    if success_len > X86_BUDGET {
+        return Err(format!(
+            "fast path has {success_len} instructions, budget {X86_BUDGET}"
+        ));
+    }
+    Ok(format!(
+        "one `lock cmpxchg` per attempt ({} copies after unrolling), no call, no other locked instruction; \
+         success path {success_len} instructions (budget {X86_BUDGET}); shortest exit {} instructions with {on_path} locked",
+        cmpxchgs.len(),
+        path.len()
+    ))
+}
+
+const AARCH64_ATOMICS: &[&str] = &[
+    "ldxr", "ldaxr", "stxr", "stlxr", "ldadd", "swp", "ldset", "ldclr",
+];
+
+pub(crate) fn check_lse(body: &Body, order: Order) -> Result<String, String> {
+    let fast = region(body, 0);
+    let mut cas = 0;
+    for &at in &fast {
+        let m = body.insns[at].mnemonic.as_str();
+        if m.starts_with("cas") {
+            if m != order.lse() {
+                return Err(format!(
+                    "`{m}` on the fast path; documented ordering {order:?} is `{}`",
+                    order.lse()
+                ));
+            }
+            cas += 1;
+        }
+        if AARCH64_ATOMICS.iter().any(|a| m.starts_with(a)) {
+            return Err(format!(
+                "other atomic on the fast path: `{}`",
+                body.insns[at].text
+            ));
+        }
+    }
+    if cas == 0 {
+        return Err(format!("no inline `{}` on the fast path", order.lse()));
+    }
+    if !fast.iter().any(|&n| is_exit(&body.insns[n])) {
+        return Err("no call-free return".into());
+    }
+    Ok(format!(
+        "inline `{}` ({cas} copies after unrolling), no other atomic, call-free return",
+        order.lse()
+    ))
+}
+
+pub(crate) fn check_outline(body: &Body, order: Order) -> Result<String, String> {
+    let helpers: BTreeSet<&str> = body
+        .insns
+        .iter()
+        .filter(|i| i.mnemonic == "bl")
+        .filter_map(|i| i.operands.split_whitespace().next())
+        .filter(|op| op.starts_with("__aarch64_cas8"))
+        .collect();
+    if helpers.is_empty() {
+        return Err("no call to an __aarch64_cas8_* helper".into());
+    }
+    let want = format!("__aarch64_cas8_{}", order.outline());
+    if let Some(bad) = helpers.iter().find(|h| **h != want) {
+        return Err(format!("calls `{bad}`; documented ordering wants `{want}`"));
+    }
+    Ok(format!(
+        "outline atomics: the compare-and-swap is a call to `{want}` (LSE `cas` or LL/SC picked at run time); build with `-C target-feature=+lse` for it inline"
+    ))
+}
+
+pub(crate) fn check_lock_only(body: &Body) -> Result<String, String> {
+    let count = |m: &str| {
+        body.insns
+            .iter()
+            .filter(|i| i.mnemonic.starts_with(m))
+            .count()
+    };
+    if count("ldrexd") + count("strexd") > 0 {
+        return Err("64-bit exclusive access in the lock-only build".into());
+    }
+    let calls = body.insns.iter().filter(|i| is_call(i)).count();
+    Ok(format!(
+        "lock-only: {} instructions, {calls} call(s) into the locked path, {} ldrex / {} strex / {} dmb inline",
+        body.insns.len(),
+        count("ldrex"),
+        count("strex"),
+        count("dmb")
+    ))
+}

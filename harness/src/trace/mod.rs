@@ -1,0 +1,147 @@
+//! Recorded traces of path operations: the format and its parser (here),
+//! the converter from `strace` logs ([`strace`]), and the replay through the
+//! dcache ([`replay`]).
+//!
+//! # Format
+//!
+//! One operation per line; blank lines and lines starting with `#` are
+//! ignored:
+//!
+//! ```text
+//! <op> <path> <flags> <result>
+//! open /usr/include/stdio.h O_RDONLY 0
+//! open /usr/local/include/stdio.h O_RDONLY ENOENT
+//! open /tmp/out.o O_WRONLY|O_CREAT 0
+//! stat /usr/lib - 0
+//! ```
+//!
+//! - `op`: `open` or `stat`;
+//! - `path`: absolute (relative paths resolve from the root), no spaces;
+//! - `flags`: for `open`, `|`-joined `O_RDONLY`, `O_WRONLY`, `O_RDWR`,
+//!   `O_CREAT`, `O_EXCL`, `O_DIRECTORY`; for `stat`, `-`;
+//! - `result`: `0` for success, or the errno name (`ENOENT`, `ENOTDIR`,
+//!   `EEXIST`, `EISDIR`, `ENAMETOOLONG`, `EINVAL`).
+
+use std::fmt;
+
+use lockref_dcache::{Errno, OpenFlags};
+
+mod replay;
+mod strace;
+
+pub use replay::{first_pass_mismatches, populate, replay, replay_one};
+pub use strace::{convert_strace, Converted};
+
+/// One traced operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Op {
+    /// What it does.
+    pub kind: OpKind,
+    /// The path.
+    pub path: String,
+    /// The recorded result: `Ok` or the errno.
+    pub result: Result<(), Errno>,
+}
+
+/// The operations a trace holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// `open(2)` with these flags (then `close`).
+    Open(OpenFlags),
+    /// `stat(2)`.
+    Stat,
+}
+
+/// A trace line that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.what)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+const ERRNOS: [Errno; 7] = [
+    Errno::NoEnt,
+    Errno::Exist,
+    Errno::NotDir,
+    Errno::IsDir,
+    Errno::NameTooLong,
+    Errno::Inval,
+    Errno::NotEmpty,
+];
+
+fn errno_by_name(name: &str) -> Option<Errno> {
+    ERRNOS.into_iter().find(|e| e.name() == name)
+}
+
+/// Parses `open` flags in the trace's notation (`O_WRONLY|O_CREAT`).
+fn parse_flags(s: &str) -> Result<OpenFlags, String> {
+    let mut bits = 0;
+    for f in s.split('|') {
+        bits |= OpenFlags::bits_named(f).ok_or_else(|| format!("unknown open flag `{f}`"))?;
+    }
+    OpenFlags::from_bits(bits).map_err(|e| format!("flags `{s}`: {e}"))
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (op, flags) = match self.kind {
+            OpKind::Open(fl) => ("open", fl.to_string()),
+            OpKind::Stat => ("stat", "-".into()),
+        };
+        let result = match self.result {
+            Ok(()) => "0",
+            Err(e) => e.name(),
+        };
+        write!(f, "{op} {} {flags} {result}", self.path)
+    }
+}
+
+/// Parses a trace.
+///
+/// # Errors
+///
+/// The first malformed line, with its number.
+pub fn parse(text: &str) -> Result<Vec<Op>, ParseError> {
+    let mut ops = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let err = |what: String| ParseError { line: i + 1, what };
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [op, path, flags, result] = fields[..] else {
+            return Err(err(format!(
+                "expected 4 fields `<op> <path> <flags> <result>`, found {}",
+                fields.len()
+            )));
+        };
+        let kind = match op {
+            "open" => OpKind::Open(parse_flags(flags).map_err(err)?),
+            "stat" if flags == "-" => OpKind::Stat,
+            "stat" => return Err(err(format!("stat takes `-` as flags, not `{flags}`"))),
+            other => return Err(err(format!("unknown operation `{other}` (open or stat)"))),
+        };
+        let result = match result {
+            "0" => Ok(()),
+            name => Err(errno_by_name(name)
+                .ok_or_else(|| err(format!("unknown result `{name}` (0 or an errno name)")))?),
+        };
+        ops.push(Op {
+            kind,
+            path: path.into(),
+            result,
+        });
+    }
+    Ok(ops)
+}
