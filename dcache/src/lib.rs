@@ -57,7 +57,7 @@
 //!
 //! | feature | what it does |
 //! |---|---|
-//! | `testing` | the [`testing`] module and the accounting methods tests and the harness use: the leak check, per-dentry lockref counters (turns on `lockref/stats`), the pseudo root, the deferred-job count. Not for production use. |
+//! | `testing` | the `testing` module and the accounting methods tests and the harness use: the leak check, per-dentry lockref counters (turns on `lockref/stats`), the pseudo root, the deferred-job count. Not for production use. |
 //!
 //! # Loom
 //!
@@ -72,6 +72,7 @@ mod cache;
 pub mod config;
 mod dentry;
 mod dentry_ref;
+mod empty_file;
 mod errno;
 mod file;
 mod hash_table;
@@ -92,8 +93,9 @@ mod walk;
 pub use crate::cache::Dcache;
 pub use crate::config::{Config, Variants};
 pub use crate::dentry_ref::DentryRef;
+pub use crate::empty_file::{EmptyFile, StrayReference};
 pub use crate::errno::Errno;
-pub use crate::file::{EmptyFile, FileRef, StrayReference};
+pub use crate::file::FileRef;
 pub use crate::inode::InodeKind;
 pub use crate::name::NAME_MAX;
 pub use crate::open_flags::OpenFlags;

@@ -12,7 +12,8 @@ use crossbeam_epoch as epoch;
 use crate::cache::Dcache;
 use crate::dentry::Dentry;
 use crate::dentry_ref::DentryRef;
-use crate::file::{EmptyFile, FileRef};
+use crate::empty_file::EmptyFile;
+use crate::file::FileRef;
 use crate::path_ref::PathRef;
 use crate::sync::Ordering;
 
