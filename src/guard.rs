@@ -151,6 +151,39 @@ impl<'a, T, P: Policy> LockRefGuard<'a, T, P> {
         Ok(new)
     }
 
+    /// Drops `n` references under the lock. At [`SATURATED`] the count
+    /// stays. Returns the new count.
+    ///
+    /// # Errors
+    ///
+    /// [`CountError::Underflow`] if fewer than `n` are held,
+    /// [`CountError::Dead`] when dead; nothing changes.
+    ///
+    /// ```
+    /// use lockref::{CountError, LockRef};
+    ///
+    /// let r = LockRef::<()>::with_count((), 3).unwrap();
+    /// let mut g = r.lock();
+    /// assert_eq!(g.decrement_by(4), Err(CountError::Underflow));
+    /// assert_eq!(g.decrement_by(3), Ok(0));
+    /// ```
+    #[inline]
+    pub fn decrement_by(&mut self, n: u32) -> Result<i32, CountError> {
+        let old = self.count();
+        if old < 0 {
+            return Err(CountError::Dead);
+        }
+        if old == SATURATED {
+            return Ok(SATURATED);
+        }
+        if (old as u32) < n {
+            return Err(CountError::Underflow);
+        }
+        let new = old - n as i32;
+        self.lockref.raw.set_count_locked(old, new);
+        Ok(new)
+    }
+
     /// Sets the count of a live object to `count`, `0 ..= SATURATED`. A
     /// saturated count is left as it is (it never moves again).
     ///

@@ -101,20 +101,26 @@
 extern crate std;
 
 mod count;
+mod counted;
 mod error;
 mod guard;
 mod lockref;
+mod path_ref;
 pub mod policy;
 mod raw;
 mod stats;
 mod sync;
+mod unopened;
 
 pub use crate::count::{DEAD, SATURATED};
+pub use crate::counted::{CountedRef, Fate, RefCounted};
 pub use crate::error::{CountError, PutError};
 pub use crate::guard::{LockRefGuard, PutOrLock};
 pub use crate::lockref::LockRef;
+pub use crate::path_ref::PathRef;
 pub use crate::raw::LOCKLESS;
 pub use crate::stats::StatsSnapshot;
+pub use crate::unopened::{OpenCount, Openable, Opened, Unopened};
 
 // Layout: the lockref word is one 8-byte, 8-aligned unit, whichever
 // implementation is compiled (loom's atomics are larger; stats add fields).

@@ -70,17 +70,24 @@ pub struct LockRef<T, P: Policy = DefaultPolicy> {
 unsafe impl<T: Send, P: Policy> Sync for LockRef<T, P> {}
 
 impl<T> LockRef<T> {
-    /// An unlocked lockref holding one reference (`lockref_init`), with the
-    /// [`DefaultPolicy`]; [`with_policy`](LockRef::with_policy) picks
-    /// another.
-    ///
-    /// ```
-    /// let r = lockref::LockRef::new(7_u32);
-    /// assert_eq!(r.count(), 1);
-    /// ```
-    #[inline]
-    pub fn new(data: T) -> Self {
-        Self::with_policy(data)
+    crate::sync::const_fn! {
+        /// An unlocked lockref holding one reference (`lockref_init`), with
+        /// the [`DefaultPolicy`]; [`with_policy`](LockRef::with_policy)
+        /// picks another. A `const fn` (except under `--cfg loom`), so a
+        /// static root or mount needs no lazy initialization.
+        ///
+        /// ```
+        /// static ROOT: lockref::LockRef<u32> = lockref::LockRef::new(0);
+        ///
+        /// let r = lockref::LockRef::new(7_u32);
+        /// assert_eq!(r.count(), 1);
+        /// ROOT.get();
+        /// assert_eq!(ROOT.count(), 2);
+        /// ```
+        #[inline]
+        pub fn new(data: T) -> Self {
+            Self::with_policy(data)
+        }
     }
 
     /// An unlocked lockref with `count` references, `0 ..= SATURATED`, with
@@ -108,18 +115,20 @@ impl<T> LockRef<T> {
 }
 
 impl<T, P: Policy> LockRef<T, P> {
-    /// [`LockRef::new`] with the contention policy `P`.
-    ///
-    /// ```
-    /// use lockref::{policy::ExpBackoff, LockRef};
-    ///
-    /// let r = LockRef::<_, ExpBackoff>::with_policy(0_u32);
-    /// r.get();
-    /// assert_eq!(r.count(), 2);
-    /// ```
-    #[inline]
-    pub fn with_policy(data: T) -> Self {
-        Self::from_raw(RawLockRef::new(1), data)
+    crate::sync::const_fn! {
+        /// [`LockRef::new`] with the contention policy `P` (also `const`).
+        ///
+        /// ```
+        /// use lockref::{policy::ExpBackoff, LockRef};
+        ///
+        /// let r = LockRef::<_, ExpBackoff>::with_policy(0_u32);
+        /// r.get();
+        /// assert_eq!(r.count(), 2);
+        /// ```
+        #[inline]
+        pub fn with_policy(data: T) -> Self {
+            Self::from_raw(RawLockRef::new(1), data)
+        }
     }
 
     /// [`LockRef::with_count`] with the contention policy `P`.
@@ -150,12 +159,14 @@ impl<T, P: Policy> LockRef<T, P> {
         Self::from_raw(RawLockRef::at_ticket(count, ticket), data)
     }
 
-    #[inline]
-    fn from_raw(raw: RawLockRef, data: T) -> Self {
-        Self {
-            raw,
-            data: UnsafeCell::new(data),
-            _policy: PhantomData,
+    crate::sync::const_fn! {
+        #[inline]
+        fn from_raw(raw: RawLockRef, data: T) -> Self {
+            Self {
+                raw,
+                data: UnsafeCell::new(data),
+                _policy: PhantomData,
+            }
         }
     }
 
@@ -306,6 +317,35 @@ impl<T, P: Policy> LockRef<T, P> {
     #[inline]
     pub fn put_or_lock(&self) -> PutOrLock<'_, T, P> {
         match self.raw.put_or_lock::<P>() {
+            None => PutOrLock::Put,
+            Some(ticket) => PutOrLock::Locked(LockRefGuard::new(self, ticket)),
+        }
+    }
+
+    /// Drops `n` references at once unless that would leave none (the
+    /// count is `n` or less, or dead): then it takes the lock, changes
+    /// nothing, and hands back the guard, so the caller can check the
+    /// count, drop them with [`LockRefGuard::decrement_by`] and decide. A
+    /// saturated count stays (`Put`). For protocols that return many
+    /// references in one message (FUSE `FORGET` with its `nlookup`).
+    ///
+    /// Ordering: as [`put_or_lock`](Self::put_or_lock).
+    ///
+    /// ```
+    /// use lockref::{LockRef, PutOrLock};
+    ///
+    /// let r = LockRef::<()>::with_count((), 5).unwrap();
+    /// assert!(matches!(r.put_many_or_lock(3), PutOrLock::Put));
+    /// assert_eq!(r.count(), 2);
+    /// match r.put_many_or_lock(2) {
+    ///     PutOrLock::Locked(mut guard) => assert_eq!(guard.decrement_by(2), Ok(0)),
+    ///     PutOrLock::Put => unreachable!(),
+    /// }
+    /// assert_eq!(r.count(), 0);
+    /// ```
+    #[inline]
+    pub fn put_many_or_lock(&self, n: u32) -> PutOrLock<'_, T, P> {
+        match self.raw.put_many_or_lock::<P>(n) {
             None => PutOrLock::Put,
             Some(ticket) => PutOrLock::Locked(LockRefGuard::new(self, ticket)),
         }

@@ -58,7 +58,6 @@ cfg_if::cfg_if! {
     if #[cfg(feature = "stats")] {
         use crate::sync::{StatCounter, StatOrdering};
 
-        #[derive(Default)]
         pub(crate) struct Stats {
             operations: StatCounter,
             lockless: StatCounter,
@@ -68,8 +67,14 @@ cfg_if::cfg_if! {
         }
 
         impl Stats {
-            pub(crate) fn new() -> Self {
-                Self::default()
+            pub(crate) const fn new() -> Self {
+                Self {
+                    operations: StatCounter::new(0),
+                    lockless: StatCounter::new(0),
+                    cas_failures: StatCounter::new(0),
+                    fallbacks: StatCounter::new(0),
+                    lock_acquisitions: StatCounter::new(0),
+                }
             }
 
             #[inline(always)]
@@ -115,7 +120,7 @@ cfg_if::cfg_if! {
 
         impl Stats {
             #[inline(always)]
-            pub(crate) fn new() -> Self {
+            pub(crate) const fn new() -> Self {
                 Stats
             }
 

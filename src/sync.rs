@@ -11,14 +11,14 @@ cfg_if::cfg_if! {
         pub(crate) use loom::cell::{MutPtr, UnsafeCell};
         pub(crate) use loom::hint::spin_loop;
         #[allow(unused_imports)]
-        pub(crate) use loom::sync::atomic::{fence, AtomicI32, AtomicU32, Ordering};
+        pub(crate) use loom::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicUsize, Ordering};
         #[cfg(target_has_atomic = "64")]
         #[allow(unused_imports)]
         pub(crate) use loom::sync::atomic::AtomicU64;
     } else {
         pub(crate) use core::hint::spin_loop;
         #[allow(unused_imports)]
-        pub(crate) use core::sync::atomic::{fence, AtomicI32, AtomicU32, Ordering};
+        pub(crate) use core::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicUsize, Ordering};
         #[cfg(target_has_atomic = "64")]
         #[allow(unused_imports)]
         pub(crate) use core::sync::atomic::AtomicU64;
@@ -80,3 +80,18 @@ cfg_if::cfg_if! {
 /// multiply the state space for nothing.
 #[cfg(feature = "stats")]
 pub(crate) use core::sync::atomic::{AtomicUsize as StatCounter, Ordering as StatOrdering};
+
+/// Declares a function `const` except under loom, whose atomics and cells
+/// have no `const` constructors: `const_fn! { pub fn new() -> Self { .. } }`.
+macro_rules! const_fn {
+    ($(#[$attr:meta])* $vis:vis fn $name:ident $($rest:tt)*) => {
+        #[cfg(not(loom))]
+        $(#[$attr])*
+        $vis const fn $name $($rest)*
+
+        #[cfg(loom)]
+        $(#[$attr])*
+        $vis fn $name $($rest)*
+    };
+}
+pub(crate) use const_fn;

@@ -28,11 +28,13 @@ const fn count_of(word: u64) -> i32 {
 pub(crate) struct Word(AtomicU64);
 
 impl Word {
-    /// Unlocked with `count`, the next ticket to draw being `ticket`.
-    #[inline]
-    pub(crate) fn new(count: i32, ticket: u16) -> Self {
-        let lock = AtomicU64::lock_bits(ticket::unlocked_at(ticket));
-        Word(AtomicU64::new(lock | u64::from(count as u32)))
+    crate::sync::const_fn! {
+        /// Unlocked with `count`, the next ticket to draw being `ticket`.
+        #[inline]
+        pub(crate) fn new(count: i32, ticket: u16) -> Self {
+            let lock = (ticket::unlocked_at(ticket) as u64) << 32;
+            Word(AtomicU64::new(lock | count as u32 as u64))
+        }
     }
 
     /// The atomic that holds the lock half.

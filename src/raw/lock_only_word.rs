@@ -8,7 +8,7 @@
 //! `count` is written only with the lock held; it is atomic only so that
 //! the racy snapshot [`Word::count`] is not a data race.
 
-use super::ticket::{self, LockWord as _};
+use super::ticket;
 use super::Attempt;
 use crate::error::PutError;
 use crate::policy::Policy;
@@ -25,12 +25,14 @@ pub(crate) struct Word {
 }
 
 impl Word {
-    /// Unlocked with `count`, the next ticket to draw being `ticket`.
-    #[inline]
-    pub(crate) fn new(count: i32, ticket: u16) -> Self {
-        Word {
-            lock: AtomicU32::new(AtomicU32::lock_bits(ticket::unlocked_at(ticket))),
-            count: AtomicI32::new(count),
+    crate::sync::const_fn! {
+        /// Unlocked with `count`, the next ticket to draw being `ticket`.
+        #[inline]
+        pub(crate) fn new(count: i32, ticket: u16) -> Self {
+            Word {
+                lock: AtomicU32::new(ticket::unlocked_at(ticket)),
+                count: AtomicI32::new(count),
+            }
         }
     }
 

@@ -10,7 +10,7 @@
 //! operation takes the lock ([`lock_only_word`]). The operations below are
 //! the same code for both.
 
-use crate::count::{decremented, incremented, SATURATED};
+use crate::count::{incremented, SATURATED};
 use crate::error::PutError;
 use crate::policy::Policy;
 use crate::stats::{Event, Stats};
@@ -65,19 +65,23 @@ pub(crate) struct RawLockRef {
 }
 
 impl RawLockRef {
-    /// Unlocked, with `count`.
-    #[inline]
-    pub(crate) fn new(count: i32) -> Self {
-        Self::at_ticket(count, 0)
+    crate::sync::const_fn! {
+        /// Unlocked, with `count`.
+        #[inline]
+        pub(crate) fn new(count: i32) -> Self {
+            Self::at_ticket(count, 0)
+        }
     }
 
-    /// Unlocked with `count`, the next ticket to draw being `ticket`: lets
-    /// tests cross the ticket wrap without 65 536 lock cycles.
-    #[inline]
-    pub(crate) fn at_ticket(count: i32, ticket: u16) -> Self {
-        Self {
-            word: Word::new(count, ticket),
-            stats: Stats::new(),
+    crate::sync::const_fn! {
+        /// Unlocked with `count`, the next ticket to draw being `ticket`:
+        /// lets tests cross the ticket wrap without 65 536 lock cycles.
+        #[inline]
+        pub(crate) fn at_ticket(count: i32, ticket: u16) -> Self {
+            Self {
+                word: Word::new(count, ticket),
+                stats: Stats::new(),
+            }
         }
     }
 
@@ -259,42 +263,61 @@ impl RawLockRef {
         }
     }
 
-    // ----- lockref_put_or_lock -----
+    // ----- lockref_put_or_lock, and its n-reference form -----
 
     /// Drops a reference if it is not the last; else returns the ticket
     /// with the lock held and nothing changed.
     #[inline]
     pub(crate) fn put_or_lock<P: Policy>(&self) -> Option<u16> {
+        self.put_many_or_lock::<P>(1)
+    }
+
+    /// Drops `n` references if more than `n` are held (or the count is
+    /// saturated); else returns the ticket with the lock held and nothing
+    /// changed, for the caller to decide with the exact count.
+    #[inline]
+    pub(crate) fn put_many_or_lock<P: Policy>(&self, n: u32) -> Option<u16> {
         self.stats.record(Event::Operation);
+        if n == 0 || n >= SATURATED as u32 {
+            // Nothing to drop, or more than a live count can hold: decide
+            // under the lock.
+            return self.put_many_or_lock_locked(n);
+        }
+        let n = n as i32;
         // Release on success: as `put_return`. When the lock is taken, its
         // Acquire orders what follows.
         match self
             .word
-            .attempt::<P>(&self.stats, Ordering::Release, -1, 2)
+            .attempt::<P>(&self.stats, Ordering::Release, -n, n + 1)
         {
             Attempt::Swapped(_) | Attempt::CountOutOfRange(SATURATED) => {
                 self.stats.record(Event::Lockless);
                 None
             }
-            Attempt::CountOutOfRange(_) | Attempt::GaveUp(_) => self.put_or_lock_locked(),
+            Attempt::CountOutOfRange(_) | Attempt::GaveUp(_) => {
+                self.put_many_or_lock_locked(n as u32)
+            }
         }
     }
 
-    /// [`put_or_lock`](Self::put_or_lock) under the lock.
+    /// [`put_many_or_lock`](Self::put_many_or_lock) under the lock.
     #[cold]
     #[inline(never)]
-    fn put_or_lock_locked(&self) -> Option<u16> {
+    fn put_many_or_lock_locked(&self, n: u32) -> Option<u16> {
         self.stats.record(Event::Fallback);
         let ticket = self.acquire();
         let count = self.word.count_locked();
-        match decremented(count) {
-            Some(new) if count > 1 => {
-                self.word.set_count_locked(count, new);
-                self.unlock(ticket);
-                None
-            }
-            _ => Some(ticket),
+        if count == SATURATED && n > 0 {
+            // Saturated: the references dropped, the count stays.
+            self.unlock(ticket);
+            return None;
         }
+        if n > 0 && count > 0 && count as u32 > n {
+            self.word.set_count_locked(count, count - n as i32);
+            self.unlock(ticket);
+            return None;
+        }
+        Some(ticket)
     }
 }
 

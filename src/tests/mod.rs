@@ -5,11 +5,13 @@
 use crate::policy::Policy;
 use crate::{LockRef, SATURATED};
 
+mod counted;
 mod lock;
 mod operations;
 #[cfg(feature = "stats")]
 mod stats;
 mod stress;
+mod unopened;
 
 /// Iterations per thread in the stress tests.
 pub(crate) const ITERS: usize = if cfg!(miri) { 50 } else { 20_000 };

@@ -1,6 +1,6 @@
 //! Recorded traces of path operations: the format and its parser (here),
-//! the converter from `strace` logs ([`strace`]), and the replay through the
-//! dcache ([`replay`]).
+//! the converter from `strace` logs ([`convert_strace`]), and the replay through the
+//! dcache ([`replay()`]).
 //!
 //! # Format
 //!

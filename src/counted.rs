@@ -1,0 +1,499 @@
+//! [`CountedRef`]: an owned reference to an object that embeds a
+//! [`LockRef`], with the keep-or-kill decision at zero.
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
+use core::ops::Deref;
+use core::ptr::NonNull;
+
+use crate::error::CountError;
+use crate::guard::{LockRefGuard, PutOrLock};
+use crate::lockref::LockRef;
+use crate::policy::Policy;
+
+/// What becomes of an object whose last reference went, decided by
+/// [`RefCounted::last_put`] under the object's lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// It stays, at count zero, findable by lookups (a hashed dentry, an
+    /// inode in a table); a later [`CountedRef::try_get`] revives it.
+    Keep,
+    /// It is marked dead under the lock (no reference can be taken any
+    /// more), and then, after the lock is released,
+    /// [`RefCounted::release`] tears it down and frees it.
+    Kill,
+}
+
+/// An object counted by the [`LockRef`] it embeds, so that
+/// [`CountedRef`] can own references to it (the kernel's dentry and
+/// `dget`/`dput`; Rust-for-Linux's `AlwaysRefCounted`).
+///
+/// # Removal from a table guarded by an outer lock
+///
+/// Lookups that find an object through a table without holding a
+/// reference take one with [`CountedRef::try_get`], which fails once the
+/// object is dead. Two shapes fit:
+///
+/// - **The outer lock nests inside the object's lock** (the kernel's
+///   dentry kill: `d_lock`, then the hash bucket's lock; lookups walk the
+///   chain under RCU and take no lock): unlink the object from the table in
+///   [`last_put`](Self::last_put), under both locks, and return
+///   [`Fate::Kill`].
+/// - **The outer lock is taken before the object's** (virtiofsd's inode
+///   store, a FUSE inode map: a lookup takes the map's lock, finds the
+///   inode, takes a reference): taking the map's lock in `last_put` would
+///   invert the order. Return [`Fate::Kill`] instead: the object is marked
+///   dead under its own lock, which is then released, so a lookup that finds
+///   it under the map's lock fails `try_get` and treats it as absent (and
+///   may insert a new object under the same key). Then, in
+///   [`release`](Self::release), take the map's lock and remove the entry
+///   *if it still points to this object*. Once it is removed under the
+///   map's lock, no lookup can still be looking at it, and it may be freed.
+///
+/// # Safety
+///
+/// Implementers promise that:
+///
+/// - [`lockref`](Self::lockref) returns the same `LockRef`, embedded in the
+///   object, for the object's whole life, and that its count is changed
+///   only by [`CountedRef`] (or under its lock by code that keeps the
+///   count equal to the number of `CountedRef`s, and raw references handed
+///   out by [`CountedRef::into_raw`]);
+/// - every value of `Self` whose references a `CountedRef` may own lives
+///   where [`release`](Self::release) can free it (the type is only ever
+///   created in such an allocation), and stays in memory while its count is
+///   positive or it is kept at zero;
+/// - `release` is sound to call once for a dead object no reference points
+///   to, from any thread (see its contract);
+/// - if [`grace`](Self::grace) returns `Some`, an object's memory stays
+///   valid while any grace value returned before its death is alive, even
+///   after `release` (which must defer the free past them: an RCU grace
+///   period, an epoch); and the state
+///   [`retain_unlocked`](Self::retain_unlocked) reads changes only while
+///   the changer holds a reference.
+pub unsafe trait RefCounted: Sized {
+    /// What the object's lock guards.
+    type Data;
+    /// The lockref's contention policy.
+    type Policy: Policy;
+    /// A read-side section of a deferred reclamation scheme (an epoch pin,
+    /// an RCU read lock), held across a put that may reach zero without
+    /// the lock; `()` for types without one.
+    type Grace;
+
+    /// The embedded count and lock.
+    fn lockref(&self) -> &LockRef<Self::Data, Self::Policy>;
+
+    /// Decides, with the lock held and the count zero, whether the object
+    /// stays ([`Fate::Keep`]) or dies ([`Fate::Kill`]). It may change the
+    /// data and take locks that nest inside the object's.
+    fn last_put(&self, guard: &mut LockRefGuard<'_, Self::Data, Self::Policy>) -> Fate;
+
+    /// Tears down and frees a killed object: it is dead (no reference can
+    /// be taken) and no reference points to it. Returns a reference it
+    /// held that is to be dropped next (a dentry's parent), so that long
+    /// chains are put in a loop, not by recursion.
+    ///
+    /// # Safety
+    ///
+    /// Called once per object, by [`CountedRef`], after the object was
+    /// marked dead under its lock and the lock was released. The object
+    /// may still be reachable from tables: the implementation removes it
+    /// (under their locks), and frees it only once no lookup can be
+    /// looking at it.
+    unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>>;
+
+    /// Enters the read-side section that makes a put to zero without the
+    /// lock safe (the kernel's `fast_dput` runs under `rcu_read_lock`):
+    /// `None` (the default) makes the last put take the lock
+    /// (`lockref_put_or_lock`), which is sound for any object. With
+    /// `Some`, a put is `lockref_put_return`, and at zero
+    /// [`retain_unlocked`](Self::retain_unlocked) may keep the object
+    /// without the lock; otherwise the lock is taken and the count
+    /// checked again, since a lookup may have taken a reference meanwhile.
+    fn grace() -> Option<Self::Grace> {
+        None
+    }
+
+    /// With a [`grace`](Self::grace) section only: after a lockless put
+    /// brought the count to zero, whether the object certainly stays
+    /// (without taking the lock). `false` (the default) takes the lock and
+    /// asks [`last_put`](Self::last_put).
+    fn retain_unlocked(&self) -> bool {
+        false
+    }
+}
+
+/// An owned, counted reference to a [`RefCounted`] object: one pointer.
+/// `Clone` takes a reference (`dget`), `Drop` puts it (`dput`): lockless
+/// unless it is the last one, which takes the object's lock to decide
+/// whether the object stays or dies.
+///
+/// | kernel | Rust-for-Linux | here |
+/// |---|---|---|
+/// | `dget`, `lockref_get` | `ARef::clone` (`inc_ref`) | [`Clone`] |
+/// | `dput`: `fast_dput`, `retain_dentry`, `dentry_kill` | `ARef::drop` (`dec_ref`) | [`Drop`], [`RefCounted::last_put`], [`RefCounted::release`] |
+/// | `lockref_get_not_dead` on a lookup's result | | [`CountedRef::try_get`] |
+/// | handing a reference to user space (a FUSE `LOOKUP` reply) | `ARef::into_raw` / `from_raw` | [`CountedRef::into_raw`] / [`CountedRef::from_raw`] |
+/// | `FORGET(nlookup)` | | [`CountedRef::put_many`] |
+///
+/// # Orderings
+///
+/// Clone is `Relaxed` (as `Arc::clone`). A put is `Release`, and the last
+/// put's lock (or, with a grace section, the put that reaches zero) is
+/// `Acquire`, so [`RefCounted::last_put`] and [`RefCounted::release`] see
+/// every write any holder made before dropping its reference (the `Arc`
+/// rule). [`try_get`](Self::try_get) is `Acquire`.
+///
+/// # Why the last put takes the lock
+///
+/// The kernel's `fast_dput` drops to zero locklessly, then locks and checks
+/// the count again. Without a grace section that is a use-after-free: A
+/// puts 1 -> 0; a lookup (B) revives it, 0 -> 1, and puts 1 -> 0; A and B
+/// both go for the lock; A wins, decides to kill, releases and frees; B
+/// then locks freed memory. The kernel is safe because both run under RCU,
+/// which keeps the memory. So a put reaches zero only under the lock
+/// (`put_or_lock`), unless the type supplies that grace
+/// ([`RefCounted::grace`]).
+///
+/// # Examples
+///
+/// ```
+/// use core::ptr::NonNull;
+/// use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
+///
+/// /// An inode, allocated with `Box`, killed when its last reference goes
+/// /// unless something keeps it.
+/// struct Inode {
+///     ino: u64,
+///     lockref: LockRef<bool>, // guards "keep me cached"
+/// }
+///
+/// unsafe impl RefCounted for Inode {
+///     type Data = bool;
+///     type Policy = lockref::policy::DefaultPolicy;
+///     type Grace = ();
+///     fn lockref(&self) -> &LockRef<bool> {
+///         &self.lockref
+///     }
+///     fn last_put(&self, keep: &mut LockRefGuard<'_, bool>) -> Fate {
+///         if **keep { Fate::Keep } else { Fate::Kill }
+///     }
+///     unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
+///         // SAFETY: allocated by `Box` below, dead and unreferenced.
+///         drop(unsafe { Box::from_raw(this.as_ptr()) });
+///         None
+///     }
+/// }
+///
+/// let raw = NonNull::from(Box::leak(Box::new(Inode { ino: 7, lockref: LockRef::new(false) })));
+/// // SAFETY: the new inode's count of one is this reference.
+/// let inode = unsafe { CountedRef::from_raw(raw) };
+/// let again = inode.clone(); // lockless
+/// assert_eq!(again.ino, 7);
+/// drop(again); // lockless: not the last
+/// drop(inode); // the last: locked, `last_put` says kill, `release` frees
+/// ```
+pub struct CountedRef<T: RefCounted> {
+    ptr: NonNull<T>,
+    /// Owns a reference to a `T` (for the drop check and variance).
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: as `Arc<T>`: the handle shares `&T` between threads and may drop
+// the last reference (running `release`) on any thread.
+unsafe impl<T: RefCounted + Send + Sync> Send for CountedRef<T> {}
+// SAFETY: as for `Send`.
+unsafe impl<T: RefCounted + Send + Sync> Sync for CountedRef<T> {}
+
+impl<T: RefCounted> CountedRef<T> {
+    /// Takes over one counted reference to the object at `ptr` (one
+    /// handed out by [`into_raw`](Self::into_raw), or the count of one a
+    /// new object starts with).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to a live object of a type whose [`RefCounted`]
+    /// contract holds, the caller owns one of the references its count
+    /// counts, and gives it up to the returned handle. `ptr` has the
+    /// provenance [`RefCounted::release`] needs to free the object.
+    #[inline]
+    pub unsafe fn from_raw(ptr: NonNull<T>) -> Self {
+        CountedRef {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    /// Gives up the handle without dropping its reference, which the
+    /// caller now owns (to hand across a protocol or keep in a table), for
+    /// [`from_raw`](Self::from_raw) or [`put_many`](Self::put_many) later.
+    ///
+    /// ```
+    /// # use lockref::{CountedRef, RefCounted};
+    /// # fn example<T: RefCounted>(r: CountedRef<T>) {
+    /// let raw = CountedRef::into_raw(r);
+    /// // SAFETY: `raw` carries the reference `into_raw` gave up.
+    /// let r = unsafe { CountedRef::from_raw(raw) };
+    /// # drop(r); }
+    /// ```
+    #[inline]
+    #[must_use = "the reference is leaked unless it is taken back with from_raw or put_many"]
+    pub fn into_raw(this: Self) -> NonNull<T> {
+        ManuallyDrop::new(this).ptr
+    }
+
+    /// The object's address (the reference stays with `this`).
+    #[inline]
+    pub fn as_ptr(this: &Self) -> NonNull<T> {
+        this.ptr
+    }
+
+    /// Whether two handles point to the same object.
+    #[inline]
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.ptr == b.ptr
+    }
+
+    /// Takes a reference to an object found without one (through a table,
+    /// under the table's lock or a read-side section), even at count zero,
+    /// unless it is dead (`lockref_get_not_dead`): never a reference to a
+    /// dead object.
+    ///
+    /// Ordering: `Acquire` on success.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to an object of this type that is not freed before
+    /// this call returns (a dying one is fine: the call fails), with the
+    /// provenance [`RefCounted::release`] needs to free it (the pointer the
+    /// table holds, not one made from a `&T`).
+    #[inline]
+    #[must_use = "if it returned None, no reference was taken"]
+    pub unsafe fn try_get(ptr: NonNull<T>) -> Option<Self> {
+        // SAFETY: the caller keeps the object's memory valid for the call.
+        let this = unsafe { ptr.as_ref() };
+        if this.lockref().get_not_dead() {
+            // SAFETY: the reference just taken is the handle's.
+            Some(unsafe { Self::from_raw(ptr) })
+        } else {
+            None
+        }
+    }
+
+    /// Puts `n` references at once (a FUSE `FORGET` of `nlookup`): lockless
+    /// unless they are the last, then under the lock, deciding as the last
+    /// put does. On a saturated count (the object is leaked) nothing moves,
+    /// whatever `n`; `n` beyond the count's range can only be a saturated
+    /// count or more than is held.
+    ///
+    /// # Errors
+    ///
+    /// [`CountError::Underflow`] if the count is below `n`,
+    /// [`CountError::Dead`] if the object is dead: nothing changes.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `n` references to the object at `ptr` (handed out
+    /// by [`into_raw`](Self::into_raw)) and gives them up. A refused call
+    /// gives up none.
+    pub unsafe fn put_many(ptr: NonNull<T>, n: u64) -> Result<(), CountError> {
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller's references keep the object alive.
+        let this = unsafe { ptr.as_ref() };
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        match this.lockref().put_many_or_lock(n) {
+            PutOrLock::Put => Ok(()),
+            PutOrLock::Locked(mut guard) => {
+                if guard.decrement_by(n)? != 0 {
+                    return Ok(());
+                }
+                let killed = decide(this, &mut guard);
+                drop(guard);
+                if killed {
+                    // SAFETY: killed just now by this thread.
+                    unsafe { release_chain(ptr) };
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Kills an object kept at count zero (a cache shrinker's eviction): if
+    /// unreferenced and not dead, marks it dead and releases it. Returns
+    /// whether it did.
+    ///
+    /// # Safety
+    ///
+    /// As [`try_get`](Self::try_get).
+    pub unsafe fn kill_unused(ptr: NonNull<T>) -> bool {
+        // SAFETY: the caller keeps the object's memory valid for the call.
+        let this = unsafe { ptr.as_ref() };
+        let mut guard = this.lockref().lock();
+        if guard.count() != 0 {
+            return false;
+        }
+        guard.mark_dead();
+        drop(guard);
+        // SAFETY: dead under the lock at count zero, by this thread.
+        unsafe { release_chain(ptr) };
+        true
+    }
+
+    /// Drops this handle's reference. Returns the object if this killed it
+    /// (it is dead, and [`release_chain`] must run).
+    #[inline]
+    fn put(self) -> Option<NonNull<T>> {
+        let ptr = Self::into_raw(self);
+        // SAFETY: we owned a reference, so the object is alive.
+        let this = unsafe { ptr.as_ref() };
+        let killed = match T::grace() {
+            None => match this.lockref().put_or_lock() {
+                PutOrLock::Put => false,
+                PutOrLock::Locked(guard) => last_put_locked(this, guard),
+            },
+            Some(grace) => match this.lockref().put_return() {
+                Ok(n) if n > 0 => false,
+                // SAFETY: `grace` keeps the memory valid from before our put.
+                Ok(_) => unsafe { zero_unlocked(ptr, grace) },
+                Err(_) => put_locked(this, grace),
+            },
+        };
+        killed.then_some(ptr)
+    }
+}
+
+// The functions below never free: an object is freed only by
+// `release_chain`, called where no reference to it is a live argument (a
+// lock guard passed to a function borrows the object for the whole call,
+// and freeing under it is undefined behaviour).
+
+/// The last reference, with the lock held and nothing changed yet: drops it
+/// and decides. Returns whether the object was killed.
+#[cold]
+#[inline(never)]
+fn last_put_locked<T: RefCounted>(
+    this: &T,
+    mut guard: LockRefGuard<'_, T::Data, T::Policy>,
+) -> bool {
+    match guard.decrement() {
+        Ok(0) => decide(this, &mut guard),
+        Ok(_) => false,
+        Err(e) => {
+            // A handle always owns a reference: a broken RefCounted
+            // contract. Refused, the count untouched.
+            debug_assert!(false, "CountedRef put: {e}");
+            false
+        }
+    }
+}
+
+/// With a grace section: a lockless put brought the count to zero.
+/// Returns whether the object was killed.
+///
+/// # Safety
+///
+/// `grace` was entered before the put and keeps `ptr`'s memory valid.
+#[cold]
+#[inline(never)]
+unsafe fn zero_unlocked<T: RefCounted>(ptr: NonNull<T>, grace: T::Grace) -> bool {
+    // SAFETY: the grace section keeps the object's memory valid.
+    let this = unsafe { ptr.as_ref() };
+    if this.retain_unlocked() {
+        return false;
+    }
+    let mut guard = this.lockref().lock();
+    // A lookup may have revived it (and maybe put it again: then the other
+    // putter decides, or decided and killed it).
+    let killed = guard.count() == 0 && !guard.is_dead() && decide(this, &mut guard);
+    drop(guard);
+    drop(grace);
+    killed
+}
+
+/// With a grace section: the lockless put gave up; puts under the lock.
+/// Returns whether the object was killed.
+#[cold]
+#[inline(never)]
+fn put_locked<T: RefCounted>(this: &T, grace: T::Grace) -> bool {
+    let killed = last_put_locked(this, this.lockref().lock());
+    drop(grace);
+    killed
+}
+
+/// At count zero, lock held: asks the object, and marks it dead if told to
+/// kill it. Returns whether it did.
+fn decide<T: RefCounted>(this: &T, guard: &mut LockRefGuard<'_, T::Data, T::Policy>) -> bool {
+    match this.last_put(guard) {
+        Fate::Keep => false,
+        Fate::Kill => {
+            guard.mark_dead();
+            true
+        }
+    }
+}
+
+/// Releases a killed object, then puts the references its release handed
+/// on (the cascade), in a loop.
+///
+/// # Safety
+///
+/// The object was marked dead at count zero by the calling thread, whose
+/// lock guard is gone.
+unsafe fn release_chain<T: RefCounted>(dead: NonNull<T>) {
+    // SAFETY: the caller's guarantee: dead, unreferenced, released once.
+    let mut next = unsafe { T::release(dead) };
+    while let Some(r) = next {
+        next = match r.put() {
+            // SAFETY: killed by this thread just now.
+            Some(dead) => unsafe { T::release(dead) },
+            None => None,
+        };
+    }
+}
+
+impl<T: RefCounted> Clone for CountedRef<T> {
+    /// Takes a reference (`lockref_get`): one lockless compare-and-swap.
+    #[inline]
+    fn clone(&self) -> Self {
+        self.lockref().get();
+        CountedRef {
+            ptr: self.ptr,
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl<T: RefCounted> Drop for CountedRef<T> {
+    /// Puts the reference: lockless unless it is the last.
+    #[inline]
+    fn drop(&mut self) {
+        let this = CountedRef {
+            ptr: self.ptr,
+            _owns: PhantomData,
+        };
+        if let Some(dead) = this.put() {
+            // SAFETY: `put` killed it, and holds no guard any more.
+            unsafe { release_chain(dead) };
+        }
+    }
+}
+
+impl<T: RefCounted> Deref for CountedRef<T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: our reference keeps the object alive.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: RefCounted + fmt::Debug> fmt::Debug for CountedRef<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
