@@ -1,0 +1,389 @@
+//! Loom models of `CountedRef`, `PathRef` and `Unopened`/`Opened`, one per
+//! race. Run with `--cfg loom`.
+#![cfg(loom)]
+
+use std::ptr::NonNull;
+
+use lockref::{
+    CountedRef, Fate, LockRef, LockRefGuard, OpenCount, Openable, Opened, PathRef, RefCounted,
+    Unopened,
+};
+use lockref_loom_tests::model;
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use loom::sync::{Arc, Mutex};
+use loom::thread;
+
+/// What a model observes from outside the objects.
+#[derive(Default)]
+struct World {
+    /// Objects released (killed and freed).
+    released: AtomicUsize,
+    /// Set by `release` just before the free.
+    freed: AtomicBool,
+    /// The outer table (a FUSE inode map): lookups and removals take it.
+    table: Mutex<Option<usize>>,
+    /// Released objects' memory, recycled as a fresh object at count zero
+    /// (as an allocator would reuse it), freed at the end of the model.
+    /// A thread that still touched a released object would find the
+    /// recycled one and, deciding on it, release it a second time.
+    recycled: Mutex<Vec<usize>>,
+}
+
+impl World {
+    /// Frees the recycled memory; call once every handle is gone.
+    fn finish(&self) {
+        for ptr in self.recycled.lock().unwrap().drain(..) {
+            // SAFETY: recycled by `release`, referenced by nobody.
+            drop(unsafe { Box::from_raw(ptr as *mut Obj) });
+        }
+    }
+}
+
+/// A test object. Each holder writes its slot (a loom-tracked cell) before
+/// dropping its reference; `release` reads every slot, so a put or a lock
+/// that did not order the holders' writes before the release is a race.
+struct Obj {
+    lockref: LockRef<bool>,
+    world: Arc<World>,
+    slots: [UnsafeCell<u32>; 2],
+}
+
+// SAFETY: objects are made by `new_obj` (a `Box`), counted only by
+// `CountedRef`; `release` removes the table entry under the table's lock
+// before freeing.
+unsafe impl RefCounted for Obj {
+    type Data = bool;
+    type Policy = lockref::policy::DefaultPolicy;
+    type Grace = ();
+
+    fn lockref(&self) -> &LockRef<bool> {
+        &self.lockref
+    }
+
+    fn last_put(&self, keep: &mut LockRefGuard<'_, bool>) -> Fate {
+        if **keep {
+            Fate::Keep
+        } else {
+            Fate::Kill
+        }
+    }
+
+    unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
+        // SAFETY: dead and unreferenced; the box is freed below, once.
+        let obj = unsafe { this.as_ref() };
+        {
+            let mut table = obj.world.table.lock().unwrap();
+            if *table == Some(this.as_ptr() as usize) {
+                *table = None;
+            }
+        }
+        for slot in &obj.slots {
+            // SAFETY: every holder's write happened before (the Arc rule).
+            slot.with(|v| unsafe { v.read() });
+        }
+        let world = obj.world.clone();
+        world.freed.store(true, SeqCst);
+        // SAFETY: out of the table, nobody can reach it: drop it in place
+        // and reuse the memory for a fresh, unreferenced object.
+        unsafe {
+            core::ptr::drop_in_place(this.as_ptr());
+            this.as_ptr().write(Obj {
+                lockref: LockRef::with_count(false, 0).unwrap(),
+                world: world.clone(),
+                slots: [UnsafeCell::new(0), UnsafeCell::new(0)],
+            });
+        }
+        world.recycled.lock().unwrap().push(this.as_ptr() as usize);
+        world.released.fetch_add(1, SeqCst);
+        None
+    }
+}
+
+// SAFETY: the slots are written by distinct threads, each before its put.
+unsafe impl Send for Obj {}
+// SAFETY: as above.
+unsafe impl Sync for Obj {}
+
+impl Obj {
+    fn write_slot(&self, i: usize) {
+        // SAFETY: slot `i` belongs to thread `i`.
+        self.slots[i].with_mut(|v| unsafe { *v = i as u32 + 1 });
+    }
+}
+
+fn new_obj(world: &Arc<World>, keep: bool) -> CountedRef<Obj> {
+    let obj = Box::new(Obj {
+        lockref: LockRef::new(keep),
+        world: world.clone(),
+        slots: [UnsafeCell::new(0), UnsafeCell::new(0)],
+    });
+    let ptr = NonNull::from(Box::leak(obj));
+    *world.table.lock().unwrap() = Some(ptr.as_ptr() as usize);
+    // SAFETY: a new object's count of one.
+    unsafe { CountedRef::from_raw(ptr) }
+}
+
+/// A lookup through the outer table: under its lock, find and `try_get`.
+fn lookup(world: &World) -> Option<CountedRef<Obj>> {
+    let table = world.table.lock().unwrap();
+    let ptr = NonNull::new((*table)? as *mut Obj)?;
+    // SAFETY: in the table, so not freed while we hold its lock.
+    unsafe { CountedRef::try_get(ptr) }
+}
+
+/// Two holders drop their references at once, one after a clone: the last
+/// put kills exactly once, and the release sees both holders' writes.
+#[test]
+fn clone_and_drop_race_the_last_put_and_its_kill() {
+    model(|| {
+        let world = Arc::new(World::default());
+        let a = new_obj(&world, false);
+        let b = a.clone();
+        let t = thread::spawn(move || {
+            let c = b.clone();
+            c.write_slot(1);
+            drop(c);
+            drop(b);
+        });
+        a.write_slot(0);
+        drop(a);
+        t.join().unwrap();
+        assert_eq!(world.released.load(SeqCst), 1);
+        world.finish();
+    });
+}
+
+/// The last put of a kept object races a lookup: the object stays at count
+/// zero (or the lookup's reference), findable, never released.
+#[test]
+fn keep_leaves_a_findable_object_at_zero() {
+    model(|| {
+        let world = Arc::new(World::default());
+        let a = new_obj(&world, true);
+        let w = world.clone();
+        let t = thread::spawn(move || {
+            let found = lookup(&w).expect("kept objects stay findable");
+            assert_eq!(w.released.load(SeqCst), 0);
+            drop(found);
+        });
+        drop(a);
+        t.join().unwrap();
+        let again = lookup(&world).expect("still in the table");
+        assert_eq!(again.lockref.count(), 1);
+        assert_eq!(world.released.load(SeqCst), 0);
+        // Tear down: no longer kept, the last put kills it.
+        *again.lockref.lock() = false;
+        drop(again);
+        assert_eq!(world.released.load(SeqCst), 1);
+        world.finish();
+    });
+}
+
+/// A lookup through the outer table races the kill: it gets a reference
+/// only to an object that is not dead, which then cannot be freed under
+/// it; the kill removes the entry under the table's lock, after marking
+/// the object dead under its own (no lock-order inversion: the table's
+/// lock is never taken while the object's is held).
+#[test]
+fn try_get_through_the_table_races_the_kill() {
+    model(|| {
+        let world = Arc::new(World::default());
+        let a = new_obj(&world, false);
+        let w = world.clone();
+        let t = thread::spawn(move || {
+            if let Some(found) = lookup(&w) {
+                assert!(!w.freed.load(SeqCst), "a reference to a freed object");
+                found.write_slot(1);
+                drop(found);
+            }
+        });
+        a.write_slot(0);
+        drop(a);
+        t.join().unwrap();
+        assert_eq!(world.released.load(SeqCst), 1);
+        assert_eq!(*world.table.lock().unwrap(), None);
+        world.finish();
+    });
+}
+
+/// A put of two references races a clone and drop: the count ends exact,
+/// and the final put kills once.
+#[test]
+fn put_many_races_gets() {
+    model(|| {
+        let world = Arc::new(World::default());
+        let a = new_obj(&world, false);
+        let raw = CountedRef::into_raw(a.clone());
+        let _second = CountedRef::into_raw(a.clone());
+        let b = a.clone();
+        let t = thread::spawn(move || {
+            drop(b.clone());
+            drop(b);
+        });
+        // SAFETY: we own the two raw references.
+        unsafe { CountedRef::put_many(raw, 2) }.unwrap();
+        t.join().unwrap();
+        assert_eq!(a.lockref.count(), 1);
+        drop(a);
+        assert_eq!(world.released.load(SeqCst), 1);
+        world.finish();
+    });
+}
+
+/// A path consumed by one thread (its parts handed on and dropped) races
+/// the drop of a clone: each object is killed exactly once.
+#[test]
+fn path_consumption_races_the_dentry_kill() {
+    model(|| {
+        let world = Arc::new(World::default());
+        let path = PathRef::new(new_obj(&world, false), new_obj(&world, false));
+        let copy = path.clone();
+        let t = thread::spawn(move || {
+            let (mnt, dentry) = copy.into_parts();
+            drop(dentry);
+            drop(mnt);
+        });
+        drop(path);
+        t.join().unwrap();
+        assert_eq!(world.released.load(SeqCst), 2);
+        world.finish();
+    });
+}
+
+/// A file for the token models.
+struct File {
+    count: OpenCount,
+    path: u32,
+    freed: Arc<AtomicUsize>,
+    released: Arc<AtomicUsize>,
+}
+
+// SAFETY: made by `alloc` (a `Box`); both frees free it once.
+unsafe impl Openable for File {
+    fn open_count(&self) -> &OpenCount {
+        &self.count
+    }
+
+    unsafe fn free(this: NonNull<Self>) {
+        // SAFETY: unreferenced, from the box.
+        let f = unsafe { Box::from_raw(this.as_ptr()) };
+        f.freed.fetch_add(1, SeqCst);
+    }
+
+    unsafe fn release_opened(this: NonNull<Self>) {
+        // SAFETY: as above.
+        let f = unsafe { Box::from_raw(this.as_ptr()) };
+        assert_eq!(f.path, 7, "the open's write is seen by the release");
+        f.released.fetch_add(1, SeqCst);
+    }
+}
+
+fn alloc(freed: &Arc<AtomicUsize>, released: &Arc<AtomicUsize>) -> Unopened<File> {
+    let f = Box::new(File {
+        count: OpenCount::new(),
+        path: 0,
+        freed: freed.clone(),
+        released: released.clone(),
+    });
+    // SAFETY: new, count one, referenced from nowhere else.
+    unsafe { Unopened::from_raw(NonNull::from(Box::leak(f))) }
+}
+
+/// A token released while another thread releases its own: each frees at
+/// once, exactly once, with no deferred release.
+#[test]
+fn token_release_frees_once() {
+    model(|| {
+        let (freed, released) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let other = alloc(&freed, &released);
+        let t = thread::spawn(move || other.release());
+        alloc(&freed, &released).release();
+        t.join().unwrap();
+        assert_eq!((freed.load(SeqCst), released.load(SeqCst)), (2, 0));
+    });
+}
+
+/// An opened file's references dropped on two threads: one deferred
+/// release, which sees what the open wrote.
+#[test]
+fn opened_last_put_releases_once() {
+    model(|| {
+        let (freed, released) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let file: Opened<File> = alloc(&freed, &released)
+            .open(|f| {
+                f.path = 7;
+                Ok::<(), ()>(())
+            })
+            .map_err(|_| ())
+            .unwrap();
+        let dup = file.clone();
+        let t = thread::spawn(move || drop(dup));
+        drop(file);
+        t.join().unwrap();
+        assert_eq!((freed.load(SeqCst), released.load(SeqCst)), (0, 1));
+    });
+}
+
+/// An object with a grace section (its memory outlives the model, as an
+/// RCU or epoch scheme would keep it): the last put reaches zero without
+/// the lock, and is raced by a lookup that revives the object and puts it
+/// again. Both putters then reach the lock; exactly one kills.
+struct Graced {
+    lockref: LockRef<()>,
+    released: AtomicUsize,
+}
+
+// SAFETY: never freed inside the model (the grace the contract asks for);
+// `retain_unlocked` reads nothing that changes.
+unsafe impl RefCounted for Graced {
+    type Data = ();
+    type Policy = lockref::policy::DefaultPolicy;
+    type Grace = ();
+
+    fn lockref(&self) -> &LockRef<()> {
+        &self.lockref
+    }
+
+    fn last_put(&self, _: &mut LockRefGuard<'_, ()>) -> Fate {
+        Fate::Kill
+    }
+
+    unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
+        // SAFETY: never freed during the model.
+        unsafe { this.as_ref() }.released.fetch_add(1, SeqCst);
+        None
+    }
+
+    fn grace() -> Option<()> {
+        Some(())
+    }
+}
+
+#[test]
+fn grace_put_to_zero_races_a_revival_and_kills_once() {
+    model(|| {
+        let raw = NonNull::from(Box::leak(Box::new(Graced {
+            lockref: LockRef::new(()),
+            released: AtomicUsize::new(0),
+        })));
+        let addr = raw.as_ptr() as usize;
+        // SAFETY: the new object's count of one.
+        let a = unsafe { CountedRef::from_raw(raw) };
+        let t = thread::spawn(move || {
+            let ptr = NonNull::new(addr as *mut Graced).unwrap();
+            // SAFETY: never freed during the model.
+            if let Some(found) = unsafe { CountedRef::try_get(ptr) } {
+                drop(found);
+            }
+        });
+        drop(a);
+        t.join().unwrap();
+        // SAFETY: never freed during the model; freed below.
+        let obj = unsafe { raw.as_ref() };
+        assert_eq!(obj.released.load(SeqCst), 1);
+        assert!(obj.lockref.is_dead());
+        // SAFETY: unreferenced, from the box above.
+        drop(unsafe { Box::from_raw(raw.as_ptr()) });
+    });
+}
