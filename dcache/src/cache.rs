@@ -8,10 +8,10 @@ use crossbeam_epoch::{self as epoch, Owned};
 
 use crate::config::{Config, Variants};
 use crate::dentry::{self, Dentry};
-use crate::hash_table::Bucket;
+use crate::hash_table::Table;
 use crate::inode::{self, InodeKind};
 use crate::mount::Mount;
-use crate::path_ref::PathRef;
+use crate::path_ref::{MountRef, PathRef};
 use crate::sharded_count::ShardedCount;
 use crate::sync::{AtomicU64, Ordering};
 
@@ -30,13 +30,13 @@ use crate::sync::{AtomicU64, Ordering};
 /// | `hash_table.rs` (private) | `d_lookup`, `d_add`, `d_drop` |
 /// | `dentry_ref.rs` (private) | `d_alloc`, `dget`, `dput`, the kill |
 pub struct Dcache {
-    pub(crate) buckets: Box<[Bucket]>,
+    /// The hash table and the live-dentry count, where dentries can point
+    /// to them.
+    pub(crate) table: Box<Table>,
     pub(crate) root: NonNull<Dentry>,
     pub(crate) root_mnt: Mount,
     pub(crate) pseudo_root: NonNull<Dentry>,
     pub(crate) pseudo_mnt: Mount,
-    /// Dentries allocated and not yet killed.
-    pub(crate) live: ShardedCount,
     /// File objects allocated and not yet freed.
     pub(crate) files: ShardedCount,
     next_ino: AtomicU64,
@@ -60,12 +60,11 @@ impl Dcache {
     pub fn new(config: Config) -> Self {
         let buckets = config.buckets.max(1).next_power_of_two();
         let mut cache = Dcache {
-            buckets: (0..buckets).map(|_| Bucket::new()).collect(),
+            table: Table::new(buckets),
             root: NonNull::dangling(),
             root_mnt: Mount::new(),
             pseudo_root: NonNull::dangling(),
             pseudo_mnt: Mount::new(),
-            live: ShardedCount::new(),
             files: ShardedCount::new(),
             next_ino: AtomicU64::new(1),
             variants: config.variants,
@@ -118,7 +117,7 @@ impl Dcache {
     /// assert_eq!(cache.live_dentries(), 3); // two roots and /a
     /// ```
     pub fn live_dentries(&self) -> usize {
-        self.live.sum().max(0) as usize
+        self.table.live.sum().max(0) as usize
     }
 
     /// File objects allocated and not yet freed.
@@ -140,14 +139,10 @@ impl Dcache {
     ///
     /// ```
     /// let cache = lockref_dcache::Dcache::new(Default::default());
-    /// assert_eq!(cache.root().name(), b"/");
+    /// assert_eq!(cache.root().dentry().name(), b"/");
     /// ```
     pub fn root(&self) -> PathRef<'_> {
-        self.root_mnt.get();
-        PathRef {
-            mnt: &self.root_mnt,
-            dentry: self.root_ref(),
-        }
+        PathRef::new(MountRef::new(&self.root_mnt), self.root_ref())
     }
 }
 impl Drop for Dcache {
@@ -155,7 +150,7 @@ impl Drop for Dcache {
         // No handle can outlive the cache (they borrow it), so every
         // dentry left is hashed at its cached count, or a root. Free them
         // all now: nothing else can reach them.
-        for bucket in self.buckets.iter() {
+        for bucket in self.table.buckets.iter() {
             // SAFETY: `&mut self`: no other thread walks the chains.
             let guard = unsafe { epoch::unprotected() };
             let mut cur = bucket.head.load(Ordering::Relaxed, guard);

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 use lockref::LockRef;
 
+use crate::hash_table::Table;
 use crate::inode::{Inode, InodeKind};
 use crate::name::Name;
 use crate::sync::{AtomicPtr, AtomicU32, Ordering};
@@ -62,6 +63,10 @@ pub(crate) struct Dentry {
     pub(crate) flags: AtomicU32,
     /// The name; immutable (no rename).
     pub(crate) name: Name,
+    /// The table this dentry is (or was) hashed in, and its live count:
+    /// what a kill needs. The cache's `Table` is boxed, outlives every
+    /// dentry (the cache frees them before it), and never moves.
+    pub(crate) table: NonNull<Table>,
     /// The count and the lock, on their own cache line
     /// ([`CachePadded`]: 128 bytes on x86_64, where the adjacent-line
     /// prefetcher pairs lines, 64 or more elsewhere).
@@ -86,7 +91,13 @@ unsafe impl Sync for Dentry {}
 impl Dentry {
     /// A new, unhashed dentry with one reference, `parent` unset (itself)
     /// until the caller links it.
-    pub(crate) fn new(name: &[u8], hash: u64, flags: u32, inode: Option<Arc<Inode>>) -> Self {
+    pub(crate) fn new(
+        name: &[u8],
+        hash: u64,
+        flags: u32,
+        inode: Option<Arc<Inode>>,
+        table: NonNull<Table>,
+    ) -> Self {
         Dentry {
             hash,
             next: crossbeam_epoch::Atomic::null(),
@@ -96,6 +107,7 @@ impl Dentry {
             ),
             flags: AtomicU32::new(flags),
             name: Name::new(name),
+            table,
             lockref: CachePadded::new(LockRef::new(Revalidation::default())),
         }
     }

@@ -1,19 +1,89 @@
-//! [`DentryRef`] and the dentry life cycle: allocate (`d_alloc`), `dget`,
-//! `dput` with its keep-or-kill decision at zero, and the kill.
+//! [`DentryRef`] and the dentry life cycle, on [`lockref::CountedRef`]:
+//! allocate (`d_alloc`), `dget` (clone), `dput` (drop) with its
+//! keep-or-kill decision at zero, and the kill.
 
 use core::fmt;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 use std::boxed::Box;
 use std::string::String;
 use std::sync::Arc;
 
 use crossbeam_epoch::{self as epoch, Owned, Shared};
-use lockref::LockRefGuard;
+use lockref::policy::DefaultPolicy;
+use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 
 use crate::cache::Dcache;
 use crate::dentry::{Dentry, Revalidation, REVALIDATE, WAS_HASHED};
 use crate::inode::{Inode, InodeKind};
 use crate::name;
+
+// SAFETY: dentries are only made by `Dcache::d_alloc` (a `Box`), counted
+// only through `CountedRef` (the cache's own references on the roots and a
+// child's on its parent are raw references taken and given back through
+// it); `release` unhashes and frees once, after an epoch grace period if a
+// lookup could have reached the dentry. That grace is what makes a put to
+// zero without the lock safe (`grace`), and a dentry's hashed flag, which
+// `retain_unlocked` reads, is cleared only by holders of a reference
+// (unlink, a failed revalidation) or by the kill itself.
+unsafe impl RefCounted for Dentry {
+    type Data = Revalidation;
+    type Policy = DefaultPolicy;
+    type Grace = epoch::Guard;
+
+    fn lockref(&self) -> &LockRef<Revalidation> {
+        &self.lockref
+    }
+
+    /// `retain_dentry`: hashed dentries (cached names and cached misses)
+    /// stay at zero; unhashed and pseudo ones are killed.
+    fn last_put(&self, _: &mut LockRefGuard<'_, Revalidation>) -> Fate {
+        if self.is_hashed() {
+            Fate::Keep
+        } else {
+            Fate::Kill
+        }
+    }
+
+    /// `dentry_kill` after the mark: unhash, uncount, free (after a grace
+    /// period if it was ever reachable from a chain), and hand the parent's
+    /// reference on for the cascade.
+    unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
+        // SAFETY: dead and unreferenced, still allocated.
+        let d = unsafe { this.as_ref() };
+        // SAFETY: the table outlives every dentry (see `Dentry::table`).
+        let table = unsafe { d.table.as_ref() };
+        table.d_drop(d);
+        table.live.add(-1);
+        // SAFETY: a dentry that is not its own parent holds one reference
+        // on it, handed on here.
+        let parent = (!d.is_self_parented()).then(|| unsafe { CountedRef::from_raw(d.parent) });
+        let ptr = this.as_ptr().cast_const();
+        if d.flags() & WAS_HASHED != 0 {
+            let guard = epoch::pin();
+            // SAFETY: dead and unhashed: no new reader can reach it, and
+            // the readers that did are pinned, so the destruction waits for
+            // them.
+            unsafe { guard.defer_destroy(Shared::from(ptr)) };
+        } else {
+            // SAFETY: never reachable from a chain, no reference left: ours
+            // alone points to it. It came from `Box::into_raw` in
+            // `d_alloc`.
+            drop(unsafe { Owned::from_raw(ptr.cast_mut()) });
+        }
+        parent
+    }
+
+    /// `dput` runs pinned, as `fast_dput` runs under `rcu_read_lock`, so a
+    /// put to zero decides without the lock when the dentry is hashed.
+    fn grace() -> Option<epoch::Guard> {
+        Some(epoch::pin())
+    }
+
+    fn retain_unlocked(&self) -> bool {
+        self.is_hashed()
+    }
+}
 
 /// A counted reference to a dentry (the kernel's `struct dentry *` with a
 /// reference held). Cloning is `dget`, dropping is `dput`.
@@ -25,26 +95,40 @@ use crate::name;
 /// let d = path.dentry().clone(); // dget
 /// assert_eq!(d.count(), 2); // the path's and this clone's
 /// ```
+#[derive(Clone)]
 pub struct DentryRef<'c> {
-    pub(crate) cache: &'c Dcache,
-    pub(crate) ptr: NonNull<Dentry>,
+    counted: CountedRef<Dentry>,
+    /// Borrows the cache: no reference outlives it.
+    _cache: PhantomData<&'c Dcache>,
 }
 
-// SAFETY: a reference may be used and dropped from any thread; the dentry
-// is `Sync`.
-unsafe impl Send for DentryRef<'_> {}
-// SAFETY: `&DentryRef` only reads immutable or atomic dentry fields.
-unsafe impl Sync for DentryRef<'_> {}
-
 impl<'c> DentryRef<'c> {
-    /// Wraps a reference the caller already counted.
-    pub(crate) fn from_counted(cache: &'c Dcache, ptr: NonNull<Dentry>) -> Self {
-        DentryRef { cache, ptr }
+    /// Wraps a counted reference to a dentry of the cache borrowed for `'c`.
+    pub(crate) fn from_counted(counted: CountedRef<Dentry>) -> Self {
+        DentryRef {
+            counted,
+            _cache: PhantomData,
+        }
+    }
+
+    /// Takes over a reference the caller counted on `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a dentry of the cache borrowed for `'c`, from `d_alloc`,
+    /// and the caller gives up one reference it owns.
+    pub(crate) unsafe fn from_raw(ptr: NonNull<Dentry>) -> Self {
+        // SAFETY: the caller's guarantee.
+        Self::from_counted(unsafe { CountedRef::from_raw(ptr) })
+    }
+
+    /// The dentry's address, with the allocation's provenance.
+    pub(crate) fn ptr(&self) -> NonNull<Dentry> {
+        CountedRef::as_ptr(&self.counted)
     }
 
     pub(crate) fn dentry(&self) -> &Dentry {
-        // SAFETY: we hold a reference, so the dentry is alive.
-        unsafe { self.ptr.as_ref() }
+        &self.counted
     }
 
     /// The name (empty for a pseudo dentry, `/` for the root).
@@ -119,27 +203,13 @@ impl<'c> DentryRef<'c> {
     /// assert_eq!(d.dentry().parent().name(), b"/");
     /// ```
     pub fn parent(&self) -> DentryRef<'c> {
-        let parent = self.dentry().parent;
-        self.cache.dget(self.dentry().parent());
-        DentryRef::from_counted(self.cache, parent)
-    }
-}
-
-impl Clone for DentryRef<'_> {
-    /// `dget`.
-    fn clone(&self) -> Self {
-        self.cache.dget(self.dentry());
-        DentryRef {
-            cache: self.cache,
-            ptr: self.ptr,
-        }
-    }
-}
-
-impl Drop for DentryRef<'_> {
-    /// `dput`.
-    fn drop(&mut self) {
-        self.cache.dput(self.ptr);
+        let d = self.dentry();
+        // `dget`: our reference keeps the child, and the child's keeps the
+        // parent.
+        d.parent().lockref.get();
+        // SAFETY: the parent is a dentry of the same cache; the reference
+        // was just taken.
+        unsafe { DentryRef::from_raw(d.parent) }
     }
 }
 
@@ -178,6 +248,7 @@ impl Dcache {
             name::hash(parent_addr, name),
             flags,
             inode,
+            NonNull::from(&*self.table),
         )));
         // SAFETY: `Box::into_raw` never returns null.
         let ptr = unsafe { NonNull::new_unchecked(raw) };
@@ -194,108 +265,17 @@ impl Dcache {
         };
         // SAFETY: the new dentry is not shared yet: we are its only user.
         unsafe { (*raw).parent = parent };
-        self.live.add(1);
+        self.table.live.add(1);
         // The allocation is now owned by the returned reference; it is
         // freed with `Owned::from_raw` or `defer_destroy`, which accept a
         // pointer from `Box::into_raw`.
         ptr
     }
-    /// `dget`: one more reference on a dentry the caller holds one on.
-    pub(crate) fn dget(&self, d: &Dentry) {
-        d.lockref.get();
-    }
-
-    /// `dput`: drops a reference; at zero keeps a hashed dentry, kills an
-    /// unhashed one, and goes on to the parent (the cascade).
-    pub(crate) fn dput(&self, d: NonNull<Dentry>) {
-        let mut next = Some(d);
-        while let Some(ptr) = next {
-            // SAFETY: the caller (or the loop, for a parent) holds a
-            // reference, so the dentry is alive.
-            let d = unsafe { ptr.as_ref() };
-            next = match self.dput_one(d) {
-                Some(guard) => self.dentry_kill(ptr, guard),
-                None => None,
-            };
-        }
-    }
-
-    /// Drops one reference. Returns the lock guard when the dentry must be
-    /// killed (count zero, not to be kept).
-    fn dput_one<'d>(&self, d: &'d Dentry) -> Option<LockRefGuard<'d, Revalidation>> {
-        let lockref = &*d.lockref;
-        // The fast path: lockless, never takes the lock.
-        match lockref.put_return() {
-            Ok(n) if n > 0 => return None,
-            // Zero: keep it if hashed; decided without the lock, as
-            // `fast_dput` does under RCU.
-            Ok(_) if retain(d) => return None,
-            Ok(_) => {
-                let guard = lockref.lock();
-                // Someone took a reference, or hashed it, meanwhile.
-                if guard.count() != 0 || retain(d) {
-                    return None;
-                }
-                return Some(guard);
-            }
-            Err(_) => {}
-        }
-        // Locked, contended, or the count is not positive: decide under the
-        // lock, as `fast_dput` does.
-        let mut guard = lockref.lock();
-        match guard.decrement() {
-            Ok(0) if !retain(d) => Some(guard),
-            Ok(_) => None,
-            // A put without a reference: refused, the count is untouched.
-            Err(e) => {
-                debug_assert!(false, "dput: {e}");
-                None
-            }
-        }
-    }
-
-    /// Kills a dentry whose count is zero, lock held: mark dead, unhash,
-    /// free (after a grace period if lookups could have found it). Returns
-    /// the parent whose reference it held, for the caller to `dput`.
-    fn dentry_kill(
-        &self,
-        ptr: NonNull<Dentry>,
-        mut guard: LockRefGuard<'_, Revalidation>,
-    ) -> Option<NonNull<Dentry>> {
-        guard.mark_dead();
-        drop(guard);
-        // SAFETY: the count was zero under the lock and is now dead: the
-        // dentry is ours to tear down, and still allocated.
-        let d = unsafe { ptr.as_ref() };
-        self.d_drop(d);
-        self.live.add(-1);
-        let parent = (!d.is_self_parented()).then_some(d.parent);
-        let ptr = ptr.as_ptr().cast_const();
-        if d.flags() & WAS_HASHED != 0 {
-            let guard = epoch::pin();
-            // SAFETY: dead and unhashed: no new reader can reach it, and the
-            // readers that did are pinned, so the destruction waits for
-            // them. Nobody holds a reference (count was zero, now dead).
-            unsafe { guard.defer_destroy(Shared::from(ptr)) };
-        } else {
-            // SAFETY: never reachable from a chain, and no reference is
-            // left: ours alone points to it. It came from `Box::into_raw` in `d_alloc`.
-            drop(unsafe { Owned::from_raw(ptr.cast_mut()) });
-        }
-        parent
-    }
-
     /// A reference on the root dentry.
     pub(crate) fn root_ref(&self) -> DentryRef<'_> {
         // SAFETY: the cache holds a reference on the root for its lifetime.
-        self.dget(unsafe { self.root.as_ref() });
-        DentryRef::from_counted(self, self.root)
+        unsafe { self.root.as_ref() }.lockref.get();
+        // SAFETY: the root is this cache's; the reference was just taken.
+        unsafe { DentryRef::from_raw(self.root) }
     }
-}
-
-/// Whether a dentry at count zero stays cached (`retain_dentry`): hashed
-/// ones do, negative included; unhashed and pseudo ones do not.
-#[inline]
-fn retain(d: &Dentry) -> bool {
-    d.is_hashed()
 }

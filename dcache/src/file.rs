@@ -5,13 +5,14 @@ use core::fmt;
 use core::ptr::NonNull;
 use std::boxed::Box;
 
+use lockref::{OpenCount, Openable, Opened};
+
 use crate::cache::Dcache;
 use crate::open_flags::OpenFlags;
 use crate::path_ref::PathRef;
-use crate::sync::{fence, AtomicUsize, Ordering};
 use crate::task_work;
 
-/// A file object (`struct file`): a count of references (`f_count`) and,
+/// A file object (`struct file`): its count of references (`f_count`) and,
 /// once opened, the path it was opened at.
 ///
 /// `repr(C)` with the deferred-work item first, so the item's address is
@@ -20,19 +21,34 @@ use crate::task_work;
 pub(crate) struct File<'c> {
     /// The deferred `__fput` (`f_task_work`).
     pub(crate) work: task_work::Callback,
-    pub(crate) count: AtomicUsize,
+    pub(crate) count: OpenCount,
     pub(crate) cache: &'c Dcache,
     pub(crate) flags: OpenFlags,
     /// `Some` once opened (`FMODE_OPENED`); the references it holds.
     pub(crate) path: Option<PathRef<'c>>,
 }
 
-impl<'c> File<'c> {
-    /// `get_file`: one more reference.
-    pub(crate) fn get(&self) {
-        // Relaxed: the caller's reference keeps the file alive (as
-        // `Arc::clone`).
-        self.count.fetch_add(1, Ordering::Relaxed);
+// SAFETY: files are only made by `Dcache::alloc_file` (a `Box`); `free` and
+// `release_opened` free the box once (now, or as deferred work that runs
+// before the operation borrowing the cache returns).
+unsafe impl<'c> Openable for File<'c> {
+    fn open_count(&self) -> &OpenCount {
+        &self.count
+    }
+
+    unsafe fn free(this: NonNull<Self>) {
+        // SAFETY: the caller's guarantee: unreferenced, from the box.
+        unsafe { free(this) };
+    }
+
+    /// `fput` of the last reference: `__fput` deferred to the end of the
+    /// current operation (`task_work`), or run now outside any.
+    unsafe fn release_opened(this: NonNull<Self>) {
+        // SAFETY: the item lives in the file, which nobody references now;
+        // `run_fput` frees it once, at the end of the current operation,
+        // while the cache it borrows is still borrowed by that operation
+        // (see `task_work`).
+        unsafe { task_work::defer(this.as_ptr().cast::<task_work::Callback>()) };
     }
 }
 
@@ -40,8 +56,7 @@ impl<'c> File<'c> {
 /// Cloning is `get_file`; dropping the last reference to an opened file
 /// releases it (`fput`): deferred to the end of the current operation, as
 /// the kernel defers `__fput` to `task_work`, or done at once outside any
-/// operation. The last reference to an unopened file (a stray
-/// `EmptyFile::get_file`, feature `testing`) frees it at once.
+/// operation ([`lockref::Opened`]).
 ///
 /// ```
 /// use lockref_dcache::{Dcache, OpenFlags};
@@ -54,35 +69,28 @@ impl<'c> File<'c> {
 /// cache.close(dup);
 /// assert_eq!(cache.live_files(), 0);
 /// ```
+#[derive(Clone)]
 pub struct FileRef<'c> {
-    pub(crate) file: NonNull<File<'c>>,
+    pub(crate) opened: Opened<File<'c>>,
 }
-
-// SAFETY: references may move between threads; the last one frees the
-// file wherever it is dropped, as `fput` may run on any task.
-unsafe impl Send for FileRef<'_> {}
-// SAFETY: `&FileRef` reads only the immutable path and flags.
-unsafe impl Sync for FileRef<'_> {}
 
 impl<'c> FileRef<'c> {
     pub(crate) fn file(&self) -> &File<'c> {
-        // SAFETY: we hold a reference, so the file is alive.
-        unsafe { self.file.as_ref() }
+        &self.opened
     }
 
     /// The path the file was opened at (`f_path`).
     ///
-    /// # Panics
-    ///
-    /// On a stray reference to a file that was never opened.
-    ///
     /// ```
     /// let cache = lockref_dcache::Dcache::new(Default::default());
     /// let file = cache.open("/", lockref_dcache::OpenFlags::RDONLY).unwrap();
-    /// assert_eq!(file.path().name(), b"/");
+    /// assert_eq!(file.path().dentry().name(), b"/");
     /// ```
     pub fn path(&self) -> &PathRef<'c> {
-        self.file().path.as_ref().expect("file was never opened")
+        self.file()
+            .path
+            .as_ref()
+            .expect("a FileRef is made only by a successful open")
     }
 
     /// The flags it was opened with.
@@ -108,58 +116,12 @@ impl<'c> FileRef<'c> {
     }
 }
 
-impl Clone for FileRef<'_> {
-    /// `get_file`.
-    fn clone(&self) -> Self {
-        self.file().get();
-        FileRef { file: self.file }
-    }
-}
-
-impl Drop for FileRef<'_> {
-    /// `fput`.
-    fn drop(&mut self) {
-        let file = self.file();
-        // Release: our uses of the file happen before whoever frees it.
-        if file.count.fetch_sub(1, Ordering::Release) != 1 {
-            return;
-        }
-        // Acquire: every other holder's uses happen before the free.
-        fence(Ordering::Acquire);
-        // A stray reference to an unopened file frees it now: only
-        // `EmptyFile::release_deferred` (the pre-seed-001 path) defers an
-        // unopened file.
-        let opened = file.path.is_some();
-        // SAFETY: the count reached zero: ours was the last reference.
-        unsafe { fput_last(self.file, opened) };
-    }
-}
-
 impl fmt::Debug for FileRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FileRef")
             .field("flags", &self.flags())
             .field("path", &self.file().path)
             .finish()
-    }
-}
-
-/// The last reference to `file` is gone: free it, through deferred work
-/// (`__fput` via `task_work`) if `deferred`, else now.
-///
-/// # Safety
-///
-/// No reference to `file` may remain, and it must not be freed elsewhere.
-pub(crate) unsafe fn fput_last(file: NonNull<File<'_>>, deferred: bool) {
-    if deferred {
-        // SAFETY: the item lives in the file, which nobody else references
-        // now; `run_fput` frees it once, at the end of the current
-        // operation, while the cache it borrows is still borrowed by that
-        // operation (see `task_work`).
-        unsafe { task_work::defer(file.as_ptr().cast::<task_work::Callback>()) };
-    } else {
-        // SAFETY: the caller's guarantee.
-        unsafe { free(file) };
     }
 }
 

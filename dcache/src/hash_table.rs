@@ -3,14 +3,16 @@
 //! (`d_add`, `__d_drop`).
 
 use core::ptr::NonNull;
+use std::boxed::Box;
 
 use crossbeam_epoch::{self as epoch, Guard, Shared};
-use lockref::LockRef;
+use lockref::{CountedRef, LockRef};
 
 use crate::cache::Dcache;
 use crate::dentry::{Dentry, HASHED, WAS_HASHED};
 use crate::dentry_ref::DentryRef;
 use crate::name;
+use crate::sharded_count::ShardedCount;
 use crate::sync::Ordering;
 
 /// A hash bucket: a chain of dentries that lookups walk without locks, and
@@ -30,7 +32,23 @@ impl Bucket {
     }
 }
 
-impl Dcache {
+/// The table and the count of live dentries: what a dentry's kill needs,
+/// in one heap allocation that dentries point to (the `Dcache` itself may
+/// move; this does not).
+pub(crate) struct Table {
+    pub(crate) buckets: Box<[Bucket]>,
+    /// Dentries allocated and not yet killed.
+    pub(crate) live: ShardedCount,
+}
+
+impl Table {
+    pub(crate) fn new(buckets: usize) -> Box<Self> {
+        Box::new(Table {
+            buckets: (0..buckets).map(|_| Bucket::new()).collect(),
+            live: ShardedCount::new(),
+        })
+    }
+
     #[inline]
     pub(crate) fn bucket(&self, hash: u64) -> &Bucket {
         &self.buckets[(hash as usize) & (self.buckets.len() - 1)]
@@ -67,54 +85,6 @@ impl Dcache {
         None
     }
 
-    /// Takes a reference on a dentry found by [`lookup_rcu`] if it is still
-    /// alive and hashed (`__legitimize_path`'s `lockref_get_not_dead`, then
-    /// `d_unhashed`). Does not revalidate.
-    pub(crate) fn legitimize(&self, ptr: NonNull<Dentry>) -> Option<DentryRef<'_>> {
-        // SAFETY: the caller found it while pinned, or holds a reference:
-        // its memory is valid.
-        let d = unsafe { ptr.as_ref() };
-        if !d.lockref.get_not_dead() {
-            return None;
-        }
-        let r = DentryRef::from_counted(self, ptr);
-        // Unhashed after we found it (unlinked, or being killed before we
-        // counted): a miss. Our reference is dropped normally.
-        r.dentry().is_hashed().then_some(r)
-    }
-
-    /// `d_lookup`: the dentry (parent, name) with a reference, if cached.
-    pub(crate) fn d_lookup(&self, parent: &Dentry, name: &[u8]) -> Option<DentryRef<'_>> {
-        let guard = epoch::pin();
-        let found = self.lookup_rcu(parent, name, &guard)?;
-        self.legitimize(found)
-    }
-
-    /// Hashes a new dentry (`d_add`), unless a live one with the same
-    /// parent and name is already hashed: then that one is returned with a
-    /// reference and `new` is left unhashed for the caller to drop.
-    pub(crate) fn d_add(&self, new: &DentryRef<'_>) -> Option<DentryRef<'_>> {
-        let d = new.dentry();
-        let bucket = self.bucket(d.hash);
-        let _lock = bucket.lock.lock();
-        let guard = epoch::pin();
-        if let Some(existing) = self.lookup_rcu(d.parent(), d.name.as_bytes(), &guard) {
-            if let Some(r) = self.legitimize(existing) {
-                return Some(r);
-            }
-        }
-        // Release: set before the dentry becomes reachable below.
-        d.flags.fetch_or(HASHED | WAS_HASHED, Ordering::Release);
-        let head = bucket.head.load(Ordering::Relaxed, &guard);
-        // Relaxed: `d` is not reachable yet; the Release store of the head
-        // publishes both.
-        d.next.store(head, Ordering::Relaxed);
-        bucket
-            .head
-            .store(Shared::from(d as *const Dentry), Ordering::Release);
-        None
-    }
-
     /// `__d_drop`: removes a dentry from its hash chain, if hashed. Returns
     /// whether it was. Lookups already walking past it keep working (its
     /// `next` still leads on), and see it unhashed.
@@ -143,5 +113,52 @@ impl Dcache {
                 .expect("hashed dentry is on its chain")
                 .next;
         }
+    }
+}
+
+impl Dcache {
+    /// Takes a reference on a dentry found by [`Table::lookup_rcu`] if it is still
+    /// alive and hashed (`__legitimize_path`'s `lockref_get_not_dead`, then
+    /// `d_unhashed`). Does not revalidate.
+    pub(crate) fn legitimize(&self, ptr: NonNull<Dentry>) -> Option<DentryRef<'_>> {
+        // SAFETY: the caller found it while pinned, or holds a reference:
+        // its memory is valid, and the chain's pointer has the allocation's
+        // provenance.
+        let r = DentryRef::from_counted(unsafe { CountedRef::try_get(ptr) }?);
+        // Unhashed after we found it (unlinked, or being killed before we
+        // counted): a miss. Our reference is dropped normally.
+        r.dentry().is_hashed().then_some(r)
+    }
+
+    /// `d_lookup`: the dentry (parent, name) with a reference, if cached.
+    pub(crate) fn d_lookup(&self, parent: &Dentry, name: &[u8]) -> Option<DentryRef<'_>> {
+        let guard = epoch::pin();
+        let found = self.table.lookup_rcu(parent, name, &guard)?;
+        self.legitimize(found)
+    }
+
+    /// Hashes a new dentry (`d_add`), unless a live one with the same
+    /// parent and name is already hashed: then that one is returned with a
+    /// reference and `new` is left unhashed for the caller to drop.
+    pub(crate) fn d_add(&self, new: &DentryRef<'_>) -> Option<DentryRef<'_>> {
+        let d = new.dentry();
+        let bucket = self.table.bucket(d.hash);
+        let _lock = bucket.lock.lock();
+        let guard = epoch::pin();
+        if let Some(existing) = self.table.lookup_rcu(d.parent(), d.name.as_bytes(), &guard) {
+            if let Some(r) = self.legitimize(existing) {
+                return Some(r);
+            }
+        }
+        // Release: set before the dentry becomes reachable below.
+        d.flags.fetch_or(HASHED | WAS_HASHED, Ordering::Release);
+        let head = bucket.head.load(Ordering::Relaxed, &guard);
+        // Relaxed: `d` is not reachable yet; the Release store of the head
+        // publishes both.
+        d.next.store(head, Ordering::Relaxed);
+        bucket
+            .head
+            .store(Shared::from(d as *const Dentry), Ordering::Release);
+        None
     }
 }

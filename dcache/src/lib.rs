@@ -18,7 +18,7 @@
 //! let f = cache.open("/etc/passwd", OpenFlags::WRONLY.creat()).unwrap();
 //! cache.close(f);
 //! let f = cache.open("/etc/passwd", OpenFlags::RDONLY).unwrap();
-//! assert_eq!(f.path().name(), b"passwd");
+//! assert_eq!(f.path().dentry().name(), b"passwd");
 //! cache.close(f);
 //! assert_eq!(cache.open("/etc/shadow", OpenFlags::RDONLY).err(), Some(Errno::NoEnt));
 //! ```
@@ -93,12 +93,12 @@ mod walk;
 pub use crate::cache::Dcache;
 pub use crate::config::{Config, Variants};
 pub use crate::dentry_ref::DentryRef;
-pub use crate::empty_file::{EmptyFile, StrayReference};
+pub use crate::empty_file::EmptyFile;
 pub use crate::errno::Errno;
 pub use crate::file::FileRef;
 pub use crate::inode::InodeKind;
 pub use crate::name::NAME_MAX;
 pub use crate::open_flags::OpenFlags;
 pub use crate::ops::Stat;
-pub use crate::path_ref::PathRef;
+pub use crate::path_ref::{MountRef, PathRef};
 pub use crate::walk::{MAX_DEPTH, PATH_MAX};

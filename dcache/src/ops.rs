@@ -9,7 +9,7 @@ use crate::file::FileRef;
 use crate::inode::{Inode, InodeKind};
 use crate::name;
 use crate::open_flags::OpenFlags;
-use crate::path_ref::PathRef;
+use crate::path_ref::{MountRef, PathRef};
 use crate::sync::Ordering;
 use crate::task_work;
 use crate::walk::{require_dir, Components};
@@ -34,7 +34,7 @@ impl Dcache {
     /// ```
     /// let cache = lockref_dcache::Dcache::new(Default::default());
     /// cache.mkdir("/usr").unwrap();
-    /// assert_eq!(cache.lookup_path("/usr").unwrap().name(), b"usr");
+    /// assert_eq!(cache.lookup_path("/usr").unwrap().dentry().name(), b"usr");
     /// assert!(cache.lookup_path("/nope").is_err());
     /// ```
     pub fn lookup_path(&self, path: &str) -> Result<PathRef<'_>, Errno> {
@@ -112,9 +112,8 @@ impl Dcache {
             Err(errno) => (errno, empty),
         };
         if self.variants.failed_open_token {
-            // Seed 001: freed now, no deferred work. A stray reference
-            // (none here) would leave it to its last holder.
-            let _ = empty.release();
+            // Seed 001: freed now, no deferred work.
+            empty.release();
         } else {
             // Before: `fput`, whose work runs when `open` returns.
             empty.release_deferred();
@@ -244,7 +243,7 @@ impl Dcache {
         dir_inode.bump_generation();
         if let Some(d) = self.d_lookup(dir.dentry(), last) {
             // `d_delete`: unhash; killed when the last reference goes.
-            self.d_drop(d.dentry());
+            self.table.d_drop(d.dentry());
         }
         Ok(())
     }
@@ -285,7 +284,7 @@ impl Dcache {
             && d.dentry().flags() & REVALIDATE != 0
             && !self.revalidate(&d)
         {
-            self.d_drop(d.dentry());
+            self.table.d_drop(d.dentry());
             return Ok(None);
         }
         Ok(Some(d))
@@ -336,11 +335,8 @@ impl Dcache {
         } else {
             Some(self.pseudo_root)
         };
-        let d = DentryRef::from_counted(self, self.d_alloc(parent, b"", PSEUDO, Some(inode)));
-        self.pseudo_mnt.get();
-        PathRef {
-            mnt: &self.pseudo_mnt,
-            dentry: d,
-        }
+        // SAFETY: a new dentry of this cache; its count of one is ours.
+        let d = unsafe { DentryRef::from_raw(self.d_alloc(parent, b"", PSEUDO, Some(inode))) };
+        PathRef::new(MountRef::new(&self.pseudo_mnt), d)
     }
 }

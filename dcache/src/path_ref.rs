@@ -1,4 +1,6 @@
-//! [`PathRef`]: a mount and a dentry, referenced together.
+//! The dcache's paths: [`MountRef`], a counted reference to a mount, and
+//! [`PathRef`], [`lockref::PathRef`] over a mount's and a dentry's
+//! references.
 
 use core::fmt;
 
@@ -6,10 +8,17 @@ use crate::dentry_ref::DentryRef;
 use crate::mount::Mount;
 
 /// A path: one reference on a mount and one on a dentry (the kernel's
-/// `struct path` after `path_get`). Cloning takes both references again;
-/// dropping releases each exactly once. Opening a file can *consume* it
-/// ([`EmptyFile::open_consume`](crate::EmptyFile::open_consume)): the file takes over both references and
-/// no count moves (seed 000).
+/// `struct path` after `path_get`), as [`lockref::PathRef`]. Cloning takes
+/// both references again; dropping releases each exactly once. Opening a
+/// file can *consume* it
+/// ([`EmptyFile::open_consume`](crate::EmptyFile::open_consume)): the file
+/// takes over both references and no count moves (seed 000).
+///
+/// ```
+/// let cache = lockref_dcache::Dcache::new(Default::default());
+/// let root = cache.root();
+/// assert_eq!(root.dentry().name(), b"/");
+/// ```
 ///
 /// A consumed path cannot be used again:
 ///
@@ -21,57 +30,45 @@ use crate::mount::Mount;
 /// let file = cache.alloc_file(OpenFlags::RDONLY).open_consume(path);
 /// let again = path.clone(); // error: `path` was moved into the file
 /// ```
-#[must_use = "a path holds two references until it is dropped or consumed by an open"]
-pub struct PathRef<'c> {
+pub type PathRef<'c> = lockref::PathRef<MountRef<'c>, DentryRef<'c>>;
+
+/// A counted reference to a mount (`mntget`; dropping it is `mntput`). The
+/// count is split per thread, as the kernel's per-cpu `mnt_count`.
+///
+/// ```
+/// let cache = lockref_dcache::Dcache::new(Default::default());
+/// let root = cache.root();
+/// let mnt = root.mnt().clone(); // mntget
+/// drop(mnt); // mntput
+/// ```
+pub struct MountRef<'c> {
     pub(crate) mnt: &'c Mount,
-    pub(crate) dentry: DentryRef<'c>,
 }
 
-impl<'c> PathRef<'c> {
-    /// The dentry.
-    ///
-    /// ```
-    /// let cache = lockref_dcache::Dcache::new(Default::default());
-    /// assert!(cache.root().dentry().is_self_parented());
-    /// ```
-    pub fn dentry(&self) -> &DentryRef<'c> {
-        &self.dentry
-    }
-
-    /// The dentry's name.
-    ///
-    /// ```
-    /// let cache = lockref_dcache::Dcache::new(Default::default());
-    /// assert_eq!(cache.root().name(), b"/");
-    /// ```
-    pub fn name(&self) -> &[u8] {
-        self.dentry.name()
+impl<'c> MountRef<'c> {
+    /// `mntget` on `mnt`.
+    pub(crate) fn new(mnt: &'c Mount) -> Self {
+        mnt.get();
+        MountRef { mnt }
     }
 }
 
-impl Clone for PathRef<'_> {
-    /// `path_get`: `mntget` and `dget`.
+impl Clone for MountRef<'_> {
+    /// `mntget`.
     fn clone(&self) -> Self {
-        self.mnt.get();
-        PathRef {
-            mnt: self.mnt,
-            dentry: self.dentry.clone(),
-        }
+        MountRef::new(self.mnt)
     }
 }
 
-impl Drop for PathRef<'_> {
-    /// `path_put`: the dentry field's drop is the `dput`; this is the
+impl Drop for MountRef<'_> {
     /// `mntput`.
     fn drop(&mut self) {
         self.mnt.put();
     }
 }
 
-impl fmt::Debug for PathRef<'_> {
+impl fmt::Debug for MountRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PathRef")
-            .field("dentry", &self.dentry)
-            .finish()
+        f.debug_struct("MountRef").finish_non_exhaustive()
     }
 }

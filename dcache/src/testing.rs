@@ -12,9 +12,7 @@ use crossbeam_epoch as epoch;
 use crate::cache::Dcache;
 use crate::dentry::Dentry;
 use crate::dentry_ref::DentryRef;
-use crate::empty_file::EmptyFile;
-use crate::file::FileRef;
-use crate::path_ref::PathRef;
+use crate::path_ref::MountRef;
 use crate::sync::Ordering;
 
 pub use crate::task_work::deferred_on_this_thread;
@@ -67,8 +65,9 @@ impl Dcache {
     /// ```
     pub fn pseudo_root(&self) -> DentryRef<'_> {
         // SAFETY: the cache holds a reference on the pseudo root.
-        self.dget(unsafe { self.pseudo_root.as_ref() });
-        DentryRef::from_counted(self, self.pseudo_root)
+        unsafe { self.pseudo_root.as_ref() }.lockref.get();
+        // SAFETY: this cache's pseudo root; the reference was just taken.
+        unsafe { DentryRef::from_raw(self.pseudo_root) }
     }
 
     // ----- accounting -----
@@ -92,7 +91,7 @@ impl Dcache {
     pub fn check_balanced(&self) -> Result<Balance, Imbalance> {
         let guard = epoch::pin();
         let mut hashed: Vec<&Dentry> = Vec::new();
-        for bucket in self.buckets.iter() {
+        for bucket in self.table.buckets.iter() {
             let mut cur = bucket.head.load(Ordering::Acquire, &guard);
             // SAFETY: as in `lookup_rcu`.
             while let Some(d) = unsafe { cur.as_ref() } {
@@ -197,32 +196,16 @@ impl DentryRef<'_> {
     }
 }
 
-impl PathRef<'_> {
+impl MountRef<'_> {
     /// The references the mount holds now (exact when nothing races).
     ///
     /// ```
     /// let cache = lockref_dcache::Dcache::new(Default::default());
     /// let root = cache.root();
     /// let again = root.clone(); // path_get: mntget + dget
-    /// assert_eq!(root.mount_count(), 2);
+    /// assert_eq!(root.mnt().count(), 2);
     /// ```
-    pub fn mount_count(&self) -> isize {
+    pub fn count(&self) -> isize {
         self.mnt.count()
-    }
-}
-
-impl<'c> EmptyFile<'c> {
-    /// Takes a reference to the unopened file (`get_file`). Nothing in this
-    /// crate does; it exists so that the safety belt of
-    /// [`release`](Self::release) has something to catch.
-    ///
-    /// ```
-    /// let cache = lockref_dcache::Dcache::new(Default::default());
-    /// let token = cache.alloc_file(lockref_dcache::OpenFlags::RDONLY);
-    /// assert!(!token.get_file().is_opened());
-    /// ```
-    pub fn get_file(&self) -> FileRef<'c> {
-        self.file().get();
-        FileRef { file: self.file }
     }
 }

@@ -13,7 +13,7 @@ use crate::dentry_ref::DentryRef;
 use crate::errno::Errno;
 use crate::inode::{Entries, Inode, InodeKind};
 use crate::name;
-use crate::path_ref::PathRef;
+use crate::path_ref::{MountRef, PathRef};
 use crate::sync::Ordering;
 
 /// The longest path, in bytes (`PATH_MAX` less its NUL).
@@ -115,7 +115,7 @@ impl Dcache {
                 Some(_) => return Err(Errno::NotDir),
                 None => return Err(Errno::NoEnt),
             }
-            match self.lookup_rcu(cur, part, &guard) {
+            match self.table.lookup_rcu(cur, part, &guard) {
                 Some(child) => ptr = child,
                 None => return Ok(None),
             }
@@ -186,7 +186,7 @@ impl Dcache {
             if d.dentry().flags() & REVALIDATE == 0 || self.revalidate(&d) {
                 return Ok(d);
             }
-            self.d_drop(d.dentry());
+            self.table.d_drop(d.dentry());
         }
         let entries = inode.lock_read();
         Ok(self.lookup_locked(dir, name, &entries, inode))
@@ -211,10 +211,11 @@ impl Dcache {
             {
                 return d;
             }
-            self.d_drop(d.dentry());
+            self.table.d_drop(d.dentry());
         }
         let inode = entries.get(name).cloned();
-        let new = DentryRef::from_counted(self, self.d_alloc(Some(dir.ptr), name, 0, inode));
+        // SAFETY: a new dentry of this cache; its count of one is ours.
+        let new = unsafe { DentryRef::from_raw(self.d_alloc(Some(dir.ptr()), name, 0, inode)) };
         new.dentry().lockref.lock().verified_gen = dir_inode.generation.load(Ordering::Acquire);
         // Another thread may have added it meanwhile: use theirs, and ours
         // is killed when dropped (never hashed, so freed at once).
@@ -263,11 +264,7 @@ impl Dcache {
     }
 
     pub(crate) fn path<'c>(&'c self, dentry: DentryRef<'c>) -> PathRef<'c> {
-        self.root_mnt.get();
-        PathRef {
-            mnt: &self.root_mnt,
-            dentry,
-        }
+        PathRef::new(MountRef::new(&self.root_mnt), dentry)
     }
 }
 
