@@ -55,7 +55,7 @@ pub enum PutOrLock<'a, T, P: Policy = DefaultPolicy> {
 pub struct LockRefGuard<'a, T, P: Policy = DefaultPolicy> {
     lockref: &'a LockRef<T, P>,
     ticket: u16,
-    /// The access to the data, tracked by loom under `cfg(loom)`; dropped
+    /// The access to the data, tracked by loom under `cfg(lockref_loom)`; dropped
     /// before the unlock.
     data: ManuallyDrop<MutPtr<T>>,
     /// Not `Send`: the lock belongs to the thread that took it.

@@ -26,6 +26,16 @@
 //! assert_eq!(d.count(), 0);
 //! ```
 //!
+//! # Owned references
+//!
+//! [`CountedRef<T>`] owns a reference to an object that embeds its
+//! `LockRef` ([`RefCounted`]): clone is `get`, drop the lockless put, and
+//! the last reference decides under the lock whether the object stays at
+//! zero or dies ([`Fate`]). [`PathRef`] holds two such references (a mount's
+//! and a dentry's) and can be consumed whole. [`Unopened`] is the one-shot
+//! token of an object allocated and not yet opened, [`Opened`] the counted
+//! reference an open makes of it.
+//!
 //! # Semantics
 //!
 //! See [`LockRef`] for the mapping from each kernel function. Departures
@@ -89,7 +99,8 @@
 //! | feature | what it does |
 //! |---|---|
 //! | `std` | lock waiters yield the CPU after spinning a while (threads outnumbering cores) |
-//! | `stats` | per-object counters of operations and the paths they took ([`LockRef::stats`]) |
+//! | `stats` | per-object counters of operations and the paths they took (`LockRef::stats`) |
+//! | `loom` | with `--cfg lockref_loom`, every atomic, cell and spin hint comes from loom, for loom models of code built on the crate (loom is a dependency only then) |
 //!
 //! The crate is `#![no_std]` and has no default features.
 
@@ -124,7 +135,7 @@ pub use crate::unopened::{OpenCount, Openable, Opened, Unopened};
 
 // Layout: the lockref word is one 8-byte, 8-aligned unit, whichever
 // implementation is compiled (loom's atomics are larger; stats add fields).
-#[cfg(not(any(loom, feature = "stats")))]
+#[cfg(not(any(lockref_loom, feature = "stats")))]
 const _: () = {
     static_assertions::assert_eq_size!(LockRef<()>, u64);
     static_assertions::assert_eq_align!(LockRef<()>, u64);

@@ -73,7 +73,7 @@ impl<T> LockRef<T> {
     crate::sync::const_fn! {
         /// An unlocked lockref holding one reference (`lockref_init`), with
         /// the [`DefaultPolicy`]; [`with_policy`](LockRef::with_policy)
-        /// picks another. A `const fn` (except under `--cfg loom`), so a
+        /// picks another. A `const fn` (except under `--cfg lockref_loom`), so a
         /// static root or mount needs no lazy initialization.
         ///
         /// ```
@@ -153,7 +153,7 @@ impl<T, P: Policy> LockRef<T, P> {
 
     /// A lockref whose next lock ticket is `ticket`, for tests and loom
     /// models of the 16-bit ticket wrap. Not part of the API.
-    #[cfg(any(test, loom))]
+    #[cfg(any(test, lockref_loom))]
     #[doc(hidden)]
     pub fn at_ticket(data: T, count: i32, ticket: u16) -> Self {
         Self::from_raw(RawLockRef::at_ticket(count, ticket), data)

@@ -3,7 +3,7 @@
 //! With the feature off, [`Stats`] is a zero-sized type whose `record` is an
 //! empty inline function: no field, no instruction. With it on, every
 //! [`LockRef`](crate::LockRef) carries relaxed counters, read with
-//! [`LockRef::stats`](crate::LockRef::stats). They are for tests and
+//! `LockRef::stats`. They are for tests and
 //! benchmarks that must know which path ran; the counters are extra atomic
 //! writes, so do not leave the feature on when measuring speed.
 
@@ -29,7 +29,7 @@ pub(crate) enum Event {
     LockAcquired,
 }
 
-/// A copy of an object's counters at one moment ([`LockRef::stats`](crate::LockRef::stats),
+/// A copy of an object's counters at one moment (`LockRef::stats`,
 /// feature `stats`).
 ///
 /// ```

@@ -1,13 +1,13 @@
 //! The one place that names atomics, `UnsafeCell` and spin hints.
 //!
-//! Under `cfg(loom)` everything comes from loom so that the models in
+//! Under `cfg(lockref_loom)` everything comes from loom so that the models in
 //! `loom-tests/` explore every interleaving of the real code; otherwise it
 //! comes from `core`. The `UnsafeCell` wrapper offers the loom shape
 //! (`get_mut` handing out a tracked pointer, `with_mut`) in both worlds, as
 //! tokio's and sharded-slab's shims do.
 
 cfg_if::cfg_if! {
-    if #[cfg(loom)] {
+    if #[cfg(lockref_loom)] {
         pub(crate) use loom::cell::{MutPtr, UnsafeCell};
         pub(crate) use loom::hint::spin_loop;
         #[allow(unused_imports)]
@@ -85,11 +85,11 @@ pub(crate) use core::sync::atomic::{AtomicUsize as StatCounter, Ordering as Stat
 /// have no `const` constructors: `const_fn! { pub fn new() -> Self { .. } }`.
 macro_rules! const_fn {
     ($(#[$attr:meta])* $vis:vis fn $name:ident $($rest:tt)*) => {
-        #[cfg(not(loom))]
+        #[cfg(not(lockref_loom))]
         $(#[$attr])*
         $vis const fn $name $($rest)*
 
-        #[cfg(loom)]
+        #[cfg(lockref_loom)]
         $(#[$attr])*
         $vis fn $name $($rest)*
     };

@@ -17,7 +17,7 @@
 //!   after each `lock cmpxchg` the success branch reaches a `ret` with no
 //!   further locked instruction (one compare-and-swap per attempt, and per
 //!   successful operation); the shortest call-free path from entry to `ret`
-//!   has exactly one `lock cmpxchg` and at most [`X86_BUDGET`]
+//!   has exactly one `lock cmpxchg` and at most `checks::X86_BUDGET`
 //!   instructions.
 //! - aarch64 with `+lse`: the fast path's only atomics are `cas` family
 //!   instructions with exactly the documented ordering suffix (`cas`
@@ -47,6 +47,8 @@ const PROBES: &[(&str, Order)] = &[
     ("probe_get_not_dead", Order::Acquire),
     ("probe_put_return", Order::Release),
     ("probe_put_or_lock", Order::Release),
+    ("probe_counted_clone", Order::Relaxed),
+    ("probe_counted_drop", Order::Release),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,6 +20,7 @@ use criterion::{BenchmarkId, Criterion};
 use lockref::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
 use lockref::LockRef;
 use lockref_benches::{contended, contenders, criterion, machine, mops, ratio, Registry, Table};
+use lockref_measure::get_put::lockref_get_put;
 
 static REG: Registry = Registry::new();
 
@@ -72,12 +73,7 @@ fn mixed_one<P: Policy + 'static>(c: &mut Criterion, name: &str, threads: usize)
                     }
                     held
                 });
-                let (elapsed, per_thread) = contended(threads, iters, |_| {
-                    r.get();
-                    if r.put_return().is_err() {
-                        let _ = r.lock().decrement();
-                    }
-                });
+                let (elapsed, per_thread) = contended(threads, iters, |_| lockref_get_put(&r));
                 stop.store(true, Ordering::Relaxed);
                 let _ = holder.join();
                 REG.tally(&format!("mixed {id}"), &per_thread);
@@ -170,6 +166,31 @@ fn report() {
         "  8 threads vs 2 threads: {}",
         ratio(total(default, 8) / total(default, 2))
     );
+
+    // The owned handle against the raw word it wraps (target: within 5%).
+    let mut h = Table::new(
+        &format!(
+            "CountedRef clone+drop against LockRef<KernelRetry> get+put and Arc ({}), total M ops/s",
+            machine()
+        ),
+        &["threads", "CountedRef", "raw get+put", "Arc", "CountedRef / raw", "CountedRef / Arc"],
+    );
+    for t in THREADS {
+        let (handle, raw, arc) = (
+            total("CountedRef clone+drop", t),
+            total(default, t),
+            total("Arc clone+drop", t),
+        );
+        h.row(vec![
+            t.to_string(),
+            mops(handle),
+            mops(raw),
+            mops(arc),
+            ratio(handle / raw),
+            ratio(handle / arc),
+        ]);
+    }
+    h.emit("counted-ref");
 }
 
 fn main() {

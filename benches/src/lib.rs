@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
 
-pub use lockref_measure::{machine, Floor, GetPut, LockRefGetPut};
+pub use lockref_measure::{machine, CountedRefGetPut, Floor, GetPut, LockRefGetPut};
 
 /// `Arc::clone` + drop.
 pub struct ArcRc(pub Arc<()>);
@@ -64,6 +64,7 @@ pub fn contenders() -> Vec<(&'static str, Box<dyn GetPut>)> {
             "LockRef<ExpBackoff>",
             Box::new(LockRefGetPut::<ExpBackoff>::new()),
         ),
+        ("CountedRef clone+drop", Box::new(CountedRefGetPut::new())),
         ("Arc clone+drop", Box::new(ArcRc(Arc::new(())))),
         (
             "parking_lot::Mutex<u32>",

@@ -1,8 +1,8 @@
 //! Loom models of lockref's concurrent invariants. The models are in
-//! `tests/`, one per race, and compile only under `--cfg loom`:
+//! `tests/`, one per race, and compile only under `--cfg loom` (with `--cfg lockref_loom`, so that lockref uses loom, and `--cfg crossbeam_loom` for the epoch collector):
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
+//! RUSTFLAGS="--cfg loom --cfg lockref_loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS=3 \
 //!     cargo test -p lockref-loom-tests --release
 //! ```
 //!

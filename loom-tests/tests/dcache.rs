@@ -1,5 +1,5 @@
 //! Loom models of the dcache's races, one per test. Run with
-//! `RUSTFLAGS="--cfg loom --cfg crossbeam_loom"` and the `dcache` feature
+//! `RUSTFLAGS="--cfg loom --cfg lockref_loom --cfg crossbeam_loom"`
 //! (`.ci/run` does): the epoch collector is modelled too.
 #![cfg(all(loom, crossbeam_loom))]
 

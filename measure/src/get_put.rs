@@ -2,8 +2,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::ptr::NonNull;
+
 use lockref::policy::Policy;
-use lockref::LockRef;
+use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 
 /// Something that takes and drops one reference (or, for a mutex,
 /// increments and decrements a count under it).
@@ -95,5 +97,68 @@ pub fn lockref_get_put<T: Send, P: Policy>(r: &LockRef<T, P>) {
     r.get();
     if r.put_return().is_err() {
         let _ = r.lock().decrement();
+    }
+}
+
+/// An object counted by [`CountedRef`]: the handle's clone and drop are
+/// what [`CountedRefGetPut`] measures.
+pub struct Counted {
+    lockref: LockRef<()>,
+}
+
+// SAFETY: made only by `CountedRefGetPut::new` (a `Box`), counted only by
+// `CountedRef`; `release` frees the box once.
+unsafe impl RefCounted for Counted {
+    type Data = ();
+    type Policy = lockref::policy::DefaultPolicy;
+    type Grace = ();
+
+    fn lockref(&self) -> &LockRef<()> {
+        &self.lockref
+    }
+
+    fn last_put(&self, _: &mut LockRefGuard<'_, ()>) -> Fate {
+        Fate::Kill
+    }
+
+    unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
+        // SAFETY: from `CountedRefGetPut::new`'s box; dead, unreferenced.
+        drop(unsafe { Box::from_raw(this.as_ptr()) });
+        None
+    }
+}
+
+/// [`CountedRef`] clone + drop: the owned handle over the same word, to
+/// compare with [`LockRefGetPut`] (raw `get` + `put_return`).
+///
+/// ```
+/// use lockref_measure::{CountedRefGetPut, GetPut};
+///
+/// let r = CountedRefGetPut::new();
+/// r.get_put();
+/// ```
+pub struct CountedRefGetPut(CountedRef<Counted>);
+
+impl CountedRefGetPut {
+    /// An object with one reference, held by the benchmark.
+    pub fn new() -> Self {
+        let obj = Box::new(Counted {
+            lockref: LockRef::new(()),
+        });
+        // SAFETY: a new object's count of one is this handle's.
+        CountedRefGetPut(unsafe { CountedRef::from_raw(NonNull::from(Box::leak(obj))) })
+    }
+}
+
+impl Default for CountedRefGetPut {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl GetPut for CountedRefGetPut {
+    #[inline]
+    fn get_put(&self) {
+        drop(std::hint::black_box(self.0.clone()));
     }
 }

@@ -24,7 +24,7 @@ use crate::sync::{spin_loop, Ordering};
 const TICKET: u32 = 1 << 16;
 
 /// With `std`, spins before a waiter starts yielding its CPU.
-#[cfg(all(any(feature = "std", test), not(loom)))]
+#[cfg(all(any(feature = "std", test), not(lockref_loom)))]
 const SPINS_BEFORE_YIELD: u32 = 1 << 10;
 
 /// An atomic word whose top 32 bits are the lock half: the lockref word
@@ -140,7 +140,7 @@ pub(crate) fn lock<W: LockWord>(word: &W) -> u16 {
 #[cold]
 #[inline(never)]
 fn wait<W: LockWord>(word: &W, ticket: u16) {
-    #[cfg(all(any(feature = "std", test), not(loom)))]
+    #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
     let mut spins: u32 = 0;
     loop {
         // Under loom this yields, so the model does not spin forever.
@@ -150,7 +150,7 @@ fn wait<W: LockWord>(word: &W, ticket: u16) {
         if owner(W::lock_half(word.load(Ordering::Acquire))) == ticket {
             return;
         }
-        #[cfg(all(any(feature = "std", test), not(loom)))]
+        #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
         {
             if spins < SPINS_BEFORE_YIELD {
                 spins += 1;

@@ -3,7 +3,9 @@
 //! `asm-inspect` compiles this crate to assembly and checks the listing.
 #![no_std]
 
-use lockref::{LockRef, PutError, PutOrLock};
+use core::ptr::NonNull;
+
+use lockref::{CountedRef, Fate, LockRef, LockRefGuard, PutError, PutOrLock, RefCounted};
 
 /// `LockRef::get`.
 #[no_mangle]
@@ -38,4 +40,45 @@ pub fn probe_put_return(r: &LockRef<()>) -> Result<u32, PutError> {
 #[inline(never)]
 pub fn probe_put_or_lock(r: &LockRef<()>) -> bool {
     matches!(r.put_or_lock(), PutOrLock::Put)
+}
+
+/// An object for the `CountedRef` probes: killed at zero, freed by nobody
+/// (the probes only show the fast paths).
+pub struct Probed {
+    lockref: LockRef<()>,
+}
+
+// SAFETY: the probes never let the count reach zero in a run (they are
+// only compiled, never executed); `release` frees nothing.
+unsafe impl RefCounted for Probed {
+    type Data = ();
+    type Policy = lockref::policy::DefaultPolicy;
+    type Grace = ();
+
+    fn lockref(&self) -> &LockRef<()> {
+        &self.lockref
+    }
+
+    fn last_put(&self, _: &mut LockRefGuard<'_, ()>) -> Fate {
+        Fate::Kill
+    }
+
+    unsafe fn release(_: NonNull<Self>) -> Option<CountedRef<Self>> {
+        None
+    }
+}
+
+/// `CountedRef::clone`: `LockRef::get`, so the same fast path.
+#[no_mangle]
+#[inline(never)]
+pub fn probe_counted_clone(r: &CountedRef<Probed>) -> CountedRef<Probed> {
+    r.clone()
+}
+
+/// `CountedRef::drop`: `LockRef::put_or_lock`, with the last reference's
+/// decision out of line.
+#[no_mangle]
+#[inline(never)]
+pub fn probe_counted_drop(r: CountedRef<Probed>) {
+    drop(r);
 }
