@@ -350,7 +350,10 @@ impl<T: RefCounted> CountedRef<T> {
         let ptr = Self::into_raw(self);
         // SAFETY: we owned a reference, so the object is alive.
         let this = unsafe { ptr.as_ref() };
-        let killed = match T::grace() {
+        // Without the lockless paths (`LOCKLESS` is false), `put_return`
+        // never succeeds: a grace section would buy nothing.
+        let grace = if crate::LOCKLESS { T::grace() } else { None };
+        let killed = match grace {
             None => match this.lockref().put_or_lock() {
                 PutOrLock::Put => false,
                 PutOrLock::Locked(guard) => last_put_locked(this, guard),
@@ -414,12 +417,16 @@ unsafe fn zero_unlocked<T: RefCounted>(ptr: NonNull<T>, grace: T::Grace) -> bool
     killed
 }
 
-/// With a grace section: the lockless put gave up; puts under the lock.
+/// With a grace section: the lockless put gave up (lock held, or
+/// contended); puts again, taking the lock if it is the last reference.
 /// Returns whether the object was killed.
 #[cold]
 #[inline(never)]
 fn put_locked<T: RefCounted>(this: &T, grace: T::Grace) -> bool {
-    let killed = last_put_locked(this, this.lockref().lock());
+    let killed = match this.lockref().put_or_lock() {
+        PutOrLock::Put => false,
+        PutOrLock::Locked(guard) => last_put_locked(this, guard),
+    };
     drop(grace);
     killed
 }

@@ -6,7 +6,7 @@ use std::boxed::Box;
 
 use crossbeam_epoch::{self as epoch, Owned};
 
-use crate::config::{Config, Variants};
+use crate::config::{Config, Variants, MAX_BUCKETS};
 use crate::dentry::{self, Dentry};
 use crate::hash_table::Table;
 use crate::inode::{self, InodeKind};
@@ -58,7 +58,7 @@ impl Dcache {
     /// assert_eq!(cache.live_dentries(), 2); // the two roots
     /// ```
     pub fn new(config: Config) -> Self {
-        let buckets = config.buckets.max(1).next_power_of_two();
+        let buckets = config.buckets.clamp(1, MAX_BUCKETS).next_power_of_two();
         let mut cache = Dcache {
             table: Table::new(buckets),
             root: NonNull::dangling(),

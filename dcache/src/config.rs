@@ -85,7 +85,8 @@ impl Default for Variants {
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
-    /// Hash buckets; rounded up to a power of two. Default 4096.
+    /// Hash buckets: clamped to `1 ..=` [`MAX_BUCKETS`], then rounded up
+    /// to a power of two. Default 4096.
     pub buckets: usize,
     /// Whether the filesystem has a revalidate hook (`d_revalidate`, as a
     /// network filesystem has). It takes the directory's `i_rwsem` shared
@@ -105,3 +106,14 @@ impl Default for Config {
         }
     }
 }
+
+/// The most hash buckets a cache takes (2^20: 1 Mi chains, 16 MiB of
+/// buckets); [`Config::buckets`] beyond it is clamped.
+///
+/// ```
+/// use lockref_dcache::{Config, Dcache};
+///
+/// let cache = Dcache::new(Config { buckets: usize::MAX, ..Config::default() });
+/// assert!(cache.stat("/").is_ok());
+/// ```
+pub const MAX_BUCKETS: usize = 1 << 20;

@@ -82,6 +82,7 @@ impl<'c> EmptyFile<'c> {
     /// The access checks of `may_open` and `do_dentry_open` that can fail
     /// before any reference moves.
     fn may_open(&self, path: &PathRef<'c>) -> Result<(), Errno> {
+        self.token.cache.require_own(path.dentry())?;
         let flags = self.token.flags;
         match path.dentry().kind() {
             None => Err(Errno::NoEnt),

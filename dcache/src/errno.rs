@@ -18,18 +18,24 @@ pub enum Errno {
     NoEnt,
     /// `EEXIST`: `O_CREAT | O_EXCL` on a name that exists.
     Exist,
-    /// `ENOTDIR`: a component used as a directory is not one.
+    /// `ENOTDIR`: a component used as a directory is not one (a path
+    /// component, `.` or `..` after it, or the target of a path with a
+    /// trailing slash).
     NotDir,
-    /// `EISDIR`: a directory opened for writing, or unlinked as a file.
+    /// `EISDIR`: a directory opened for writing or with `O_CREAT`, a path
+    /// with a trailing slash opened with `O_CREAT`, or a directory unlinked
+    /// as a file.
     IsDir,
-    /// `ENAMETOOLONG`: a component over 255 bytes, a path over 4096
-    /// bytes, or more than [`MAX_DEPTH`](crate::MAX_DEPTH) components.
+    /// `ENAMETOOLONG`: a component over [`NAME_MAX`](crate::NAME_MAX) (255)
+    /// bytes, a path over [`PATH_MAX`](crate::PATH_MAX) (4095) bytes, or
+    /// more than [`MAX_DEPTH`](crate::MAX_DEPTH) components.
     NameTooLong,
+    /// `EXDEV`: a handle (a dentry, a path) of another cache was passed to
+    /// this one.
+    XDev,
     /// `EINVAL`: a name with a NUL byte, or `.`/`..` where a plain name is
     /// needed, or flags that contradict each other.
     Inval,
-    /// `ENOTEMPTY`: removing a directory that has entries.
-    NotEmpty,
 }
 
 impl Errno {
@@ -42,7 +48,7 @@ impl Errno {
             Errno::IsDir => 21,
             Errno::Inval => 22,
             Errno::NameTooLong => 36,
-            Errno::NotEmpty => 39,
+            Errno::XDev => 18,
         }
     }
 
@@ -55,7 +61,7 @@ impl Errno {
             Errno::IsDir => "EISDIR",
             Errno::Inval => "EINVAL",
             Errno::NameTooLong => "ENAMETOOLONG",
-            Errno::NotEmpty => "ENOTEMPTY",
+            Errno::XDev => "EXDEV",
         }
     }
 
@@ -67,7 +73,7 @@ impl Errno {
             Errno::IsDir => "is a directory",
             Errno::Inval => "invalid argument",
             Errno::NameTooLong => "file name too long",
-            Errno::NotEmpty => "directory not empty",
+            Errno::XDev => "handle of another cache",
         }
     }
 }

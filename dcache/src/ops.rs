@@ -40,7 +40,7 @@ impl Dcache {
     pub fn lookup_path(&self, path: &str) -> Result<PathRef<'_>, Errno> {
         let _scope = task_work::Scope::enter();
         let parts = Components::parse(path)?;
-        let d = self.resolve_positive(&parts.parts)?;
+        let d = self.resolve_positive(&parts)?;
         Ok(self.path(d))
     }
 
@@ -59,7 +59,7 @@ impl Dcache {
     pub fn stat(&self, path: &str) -> Result<Stat, Errno> {
         let _scope = task_work::Scope::enter();
         let parts = Components::parse(path)?;
-        let d = self.resolve_positive(&parts.parts)?;
+        let d = self.resolve_positive(&parts)?;
         let inode = d.dentry().inode().ok_or(Errno::NoEnt)?;
         Ok(Stat {
             ino: inode.ino,
@@ -90,6 +90,8 @@ impl Dcache {
     /// ```
     pub fn open(&self, path: &str, flags: OpenFlags) -> Result<FileRef<'_>, Errno> {
         let _scope = task_work::Scope::enter();
+        // Contradicting flags are refused before anything changes.
+        OpenFlags::from_bits(flags.bits())?;
         // `path_openat` allocates the file before walking.
         let empty = self.alloc_file(flags);
         let (errno, empty) = match self.open_path(path, flags) {
@@ -141,16 +143,28 @@ impl Dcache {
     fn open_path(&self, path: &str, flags: OpenFlags) -> Result<PathRef<'_>, Errno> {
         let parts = Components::parse(path)?;
         if !flags.is_creat() {
-            let d = self.resolve_positive(&parts.parts)?;
+            let d = self.resolve_positive(&parts)?;
             return Ok(self.path(d));
         }
         let (dirs, last) = parts.split_last()?;
+        if parts.trailing_slash {
+            // `O_CREAT` of `name/`: only a directory could be meant, and
+            // open does not create directories (or open them for writing).
+            return Err(match self.resolve_positive(&parts) {
+                Ok(_) => Errno::IsDir,
+                Err(Errno::NoEnt) => Errno::IsDir,
+                Err(e) => e,
+            });
+        }
         if self.variants.creat_lookup_first {
             // Seed 003: an opportunistic lookup without the directory lock.
             match self.walk_rcu(&parts.parts, false) {
                 Ok(Some(d)) => {
                     if flags.is_excl() {
                         return Err(Errno::Exist);
+                    }
+                    if d.kind() == Some(InodeKind::Dir) {
+                        return Err(Errno::IsDir);
                     }
                     return Ok(self.path(d));
                 }
@@ -160,6 +174,10 @@ impl Dcache {
             }
         }
         let d = self.create_locked(dirs, last, InodeKind::File, flags.is_excl())?;
+        if d.kind() == Some(InodeKind::Dir) {
+            // `O_CREAT` on an existing directory.
+            return Err(Errno::IsDir);
+        }
         Ok(self.path(d))
     }
 
@@ -237,6 +255,8 @@ impl Dcache {
         match entries.get(last) {
             None => return Err(Errno::NoEnt),
             Some(inode) if inode.kind == InodeKind::Dir => return Err(Errno::IsDir),
+            // `file/`: a trailing slash names a directory.
+            Some(_) if parts.trailing_slash => return Err(Errno::NotDir),
             Some(_) => {}
         }
         entries.remove(last);
@@ -275,6 +295,7 @@ impl Dcache {
         name: &str,
     ) -> Result<Option<DentryRef<'c>>, Errno> {
         let name = name.as_bytes();
+        self.require_own(dir)?;
         name::validate(name)?;
         require_dir(dir.dentry())?;
         let Some(d) = self.d_lookup(dir.dentry(), name) else {
@@ -309,6 +330,7 @@ impl Dcache {
         name: &str,
     ) -> Result<DentryRef<'c>, Errno> {
         let name = name.as_bytes();
+        self.require_own(dir)?;
         name::validate(name)?;
         self.lookup_one(dir, name)
     }

@@ -40,6 +40,8 @@ pub const MAX_DEPTH: usize = 256;
 /// A path split into components, checked.
 pub(crate) struct Components<'p> {
     pub(crate) parts: Vec<&'p [u8]>,
+    /// The path ends in `/` after a component: it must name a directory.
+    pub(crate) trailing_slash: bool,
 }
 
 impl<'p> Components<'p> {
@@ -66,7 +68,11 @@ impl<'p> Components<'p> {
             }
             parts.push(part);
         }
-        Ok(Components { parts })
+        let trailing_slash = bytes.ends_with(b"/") && !parts.is_empty();
+        Ok(Components {
+            parts,
+            trailing_slash,
+        })
     }
 
     /// All but the last component, and the last (which must be a plain
@@ -102,6 +108,13 @@ impl Dcache {
             if cur.flags() & REVALIDATE != 0 {
                 return Ok(None);
             }
+            // Every component but the last is looked up in (or, for `.`
+            // and `..`, steps from) a directory.
+            match cur.kind() {
+                Some(InodeKind::Dir) => {}
+                Some(_) => return Err(Errno::NotDir),
+                None => return Err(Errno::NoEnt),
+            }
             match part {
                 b"." => continue,
                 b".." => {
@@ -109,11 +122,6 @@ impl Dcache {
                     continue;
                 }
                 _ => {}
-            }
-            match cur.kind() {
-                Some(InodeKind::Dir) => {}
-                Some(_) => return Err(Errno::NotDir),
-                None => return Err(Errno::NoEnt),
             }
             match self.table.lookup_rcu(cur, part, &guard) {
                 Some(child) => ptr = child,
@@ -140,8 +148,12 @@ impl Dcache {
         let mut cur = self.root_ref();
         for &part in parts {
             match part {
-                b"." => continue,
+                b"." => {
+                    require_dir(cur.dentry())?;
+                    continue;
+                }
                 b".." => {
+                    require_dir(cur.dentry())?;
                     cur = cur.parent();
                     continue;
                 }
@@ -162,16 +174,29 @@ impl Dcache {
     }
 
     /// [`resolve`](Self::resolve) for a name that must exist: `ENOENT` for
-    /// a negative result, with no reference taken in the RCU walk.
-    pub(crate) fn resolve_positive(&self, parts: &[&[u8]]) -> Result<DentryRef<'_>, Errno> {
-        let d = match self.walk_rcu(parts, false)? {
+    /// a negative result, with no reference taken in the RCU walk;
+    /// `ENOTDIR` for a path with a trailing slash that names something else
+    /// than a directory.
+    pub(crate) fn resolve_positive(&self, path: &Components<'_>) -> Result<DentryRef<'_>, Errno> {
+        let d = match self.walk_rcu(&path.parts, false)? {
             Some(d) => d,
-            None => self.walk_ref(parts)?,
+            None => self.walk_ref(&path.parts)?,
         };
-        if d.kind().is_none() {
-            return Err(Errno::NoEnt);
+        match d.kind() {
+            None => Err(Errno::NoEnt),
+            Some(kind) if path.trailing_slash && kind != InodeKind::Dir => Err(Errno::NotDir),
+            Some(_) => Ok(d),
         }
-        Ok(d)
+    }
+
+    /// Rejects a handle of another cache (it would put this cache's
+    /// references on a dentry whose cache may be gone).
+    pub(crate) fn require_own(&self, d: &DentryRef<'_>) -> Result<(), Errno> {
+        if core::ptr::eq(d.dentry().table.as_ptr(), &*self.table) {
+            Ok(())
+        } else {
+            Err(Errno::XDev)
+        }
     }
 
     /// `lookup_fast` then `lookup_slow` for one component under a

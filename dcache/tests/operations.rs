@@ -112,7 +112,7 @@ fn errors_are_typed_and_leave_counts_balanced() {
         assert_eq!(c.unlink("/d/f/x"), Err(Errno::NotDir));
         assert_eq!(c.unlink("/d/.."), Err(Errno::IsDir));
         assert_eq!(c.stat("/d/nope"), Err(Errno::NoEnt));
-        assert_eq!(c.lookup_path("/d/f/").unwrap().dentry().name(), b"f");
+        assert_eq!(c.lookup_path("/d/f/").err(), Some(Errno::NotDir));
         assert_eq!(OpenFlags::from_bits(0o3), Err(Errno::Inval));
         assert_eq!(OpenFlags::from_bits(0o100 | 0o200000), Err(Errno::Inval));
         let root = c.root();
@@ -286,4 +286,90 @@ fn revalidating_filesystem() {
     touch(&c, "/d/f");
     assert_eq!(c.stat("/d/f").unwrap().kind, InodeKind::File);
     balanced(&c);
+}
+
+/// `.` and `..` need a directory before them, a trailing slash needs a
+/// directory at the end, and `O_CREAT` neither opens a directory nor
+/// creates from a contradiction: the answers Linux gives, in both walks,
+/// and nothing changed by a refused call.
+#[test]
+fn dots_trailing_slashes_and_creat_follow_linux() {
+    for revalidate in [false, true] {
+        for variants in [Variants::AFTER, Variants::BEFORE] {
+            let c = Dcache::new(Config {
+                buckets: 64,
+                revalidate,
+                variants,
+            });
+            touch(&c, "/file");
+            c.mkdir("/dir").unwrap();
+            let cases: [(&str, Result<(), Errno>); 9] = [
+                ("/file/..", Err(Errno::NotDir)),
+                ("/file/.", Err(Errno::NotDir)),
+                ("/missing/..", Err(Errno::NoEnt)),
+                ("/missing/.", Err(Errno::NoEnt)),
+                ("/file/", Err(Errno::NotDir)),
+                ("/dir/", Ok(())),
+                ("/dir/..", Ok(())),
+                ("/dir/../file", Ok(())),
+                ("/dir/./", Ok(())),
+            ];
+            for (path, want) in cases {
+                assert_eq!(c.stat(path).map(drop), want, "stat({path:?})");
+                let opened = c.open(path, OpenFlags::RDONLY).map(|f| c.close(f));
+                assert_eq!(opened, want, "open({path:?})");
+            }
+            assert_eq!(c.mkdir("/missing/../x"), Err(Errno::NoEnt));
+            assert_eq!(c.stat("/x"), Err(Errno::NoEnt));
+            assert_eq!(c.unlink("/file/"), Err(Errno::NotDir));
+            assert!(c.stat("/file").is_ok(), "a refused unlink removes nothing");
+            let creat = |path: &str, flags: OpenFlags| c.open(path, flags).map(|f| c.close(f));
+            assert_eq!(creat("/dir", OpenFlags::RDONLY.creat()), Err(Errno::IsDir));
+            assert_eq!(creat("/dir", OpenFlags::WRONLY.creat()), Err(Errno::IsDir));
+            assert_eq!(
+                creat("/dir", OpenFlags::WRONLY.creat().excl()),
+                Err(Errno::Exist)
+            );
+            assert_eq!(creat("/new/", OpenFlags::WRONLY.creat()), Err(Errno::IsDir));
+            assert_eq!(
+                creat("/file/", OpenFlags::WRONLY.creat()),
+                Err(Errno::NotDir)
+            );
+            assert_eq!(
+                creat("/new", OpenFlags::RDONLY.creat().directory()),
+                Err(Errno::Inval)
+            );
+            assert_eq!(c.stat("/new"), Err(Errno::NoEnt), "nothing created");
+            balanced(&c);
+        }
+    }
+}
+
+/// A handle of one cache passed to another is refused with `EXDEV`, and
+/// neither cache's counts move.
+#[test]
+fn handles_of_another_cache_are_refused() {
+    let a = cache(Variants::AFTER);
+    let b = cache(Variants::AFTER);
+    b.mkdir("/d").unwrap();
+    let theirs = b.lookup_path("/d").unwrap();
+    assert_eq!(
+        a.lookup_noperm_unlocked(theirs.dentry(), "x").err(),
+        Some(Errno::XDev)
+    );
+    assert_eq!(
+        a.try_lookup_noperm(theirs.dentry(), "x").err(),
+        Some(Errno::XDev)
+    );
+    let (e, token) = a.alloc_file(OpenFlags::RDONLY).open(&theirs).unwrap_err();
+    assert_eq!(e, Errno::XDev);
+    token.release();
+    let (e, token) = a
+        .alloc_file(OpenFlags::RDONLY)
+        .open_consume(theirs)
+        .unwrap_err();
+    assert_eq!(e, Errno::XDev);
+    token.release();
+    balanced(&a);
+    balanced(&b);
 }

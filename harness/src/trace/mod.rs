@@ -76,7 +76,7 @@ const ERRNOS: [Errno; 7] = [
     Errno::IsDir,
     Errno::NameTooLong,
     Errno::Inval,
-    Errno::NotEmpty,
+    Errno::XDev,
 ];
 
 fn errno_by_name(name: &str) -> Option<Errno> {
