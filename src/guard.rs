@@ -219,14 +219,27 @@ impl<'a, T, P: Policy> LockRefGuard<'a, T, P> {
     /// [`LockRef::get`] panics). Final. Only possible under the lock, which
     /// is why it is a guard method.
     ///
+    /// A [`SATURATED`] count is left as it is: it never changes again, and
+    /// the object it counts is leaked, never killed (its holders are
+    /// uncounted, so no one may free it).
+    ///
     /// ```
-    /// let r = lockref::LockRef::<()>::with_count((), 0).unwrap();
+    /// use lockref::{LockRef, SATURATED};
+    ///
+    /// let r = LockRef::<()>::with_count((), 0).unwrap();
     /// r.lock().mark_dead();
     /// assert!(!r.get_not_dead());
+    ///
+    /// let leaked = LockRef::<()>::with_count((), SATURATED).unwrap();
+    /// leaked.lock().mark_dead();
+    /// assert_eq!(leaked.count(), SATURATED);
     /// ```
     #[inline]
     pub fn mark_dead(&mut self) {
         let old = self.count();
+        if old == SATURATED {
+            return;
+        }
         self.lockref.raw.set_count_locked(old, DEAD);
     }
 }

@@ -159,6 +159,30 @@ impl<T, P: Policy> LockRef<T, P> {
         Self::from_raw(RawLockRef::at_ticket(count, ticket), data)
     }
 
+    /// `(owner, next)` of the ticket lock now: white-box tests and loom
+    /// models of the ticket cap. Not part of the API.
+    #[cfg(any(test, lockref_loom))]
+    #[doc(hidden)]
+    pub fn ticket_state(&self) -> (u16, u16) {
+        self.raw.ticket_state()
+    }
+
+    /// Draws `n` tickets for waiters that never come, to reach the ticket
+    /// cap without 65 535 threads. Not part of the API.
+    #[cfg(any(test, lockref_loom))]
+    #[doc(hidden)]
+    pub fn draw_tickets(&self, n: u16) {
+        self.raw.draw_tickets(n);
+    }
+
+    /// Serves `n` tickets drawn by [`draw_tickets`](Self::draw_tickets)
+    /// (the lock must be held by them). Not part of the API.
+    #[cfg(any(test, lockref_loom))]
+    #[doc(hidden)]
+    pub fn return_tickets(&self, n: u16) {
+        self.raw.return_tickets(n);
+    }
+
     crate::sync::const_fn! {
         #[inline]
         fn from_raw(raw: RawLockRef, data: T) -> Self {
@@ -355,6 +379,15 @@ impl<T, P: Policy> LockRef<T, P> {
     /// the guard that reaches the data and the count.
     ///
     /// Ordering: `Acquire`; the guard's drop is `Release`.
+    ///
+    /// The lock is not reentrant: taking it (or calling `get`,
+    /// `get_not_zero`, `get_not_dead` or `put_or_lock`, which may fall back
+    /// to it) on an object whose guard the same thread holds spins forever.
+    /// A panic while a guard is held unlocks on unwinding, without
+    /// poisoning: the data is whatever the panicking code left. At most
+    /// 65 535 tickets are out at once (the holder's and its waiters'); a
+    /// locker beyond that waits without drawing one until a ticket is
+    /// served, so the 16-bit tickets never wrap onto a held lock.
     ///
     /// ```
     /// let r = lockref::LockRef::<Vec<u8>>::new(Vec::new());

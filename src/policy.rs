@@ -46,7 +46,10 @@
 /// ```
 pub trait Policy: Default {
     /// Attempts (failed compare-and-swaps plus waits on a held lock) before
-    /// the operation falls back to the lock. Zero means always lock.
+    /// the operation falls back to the lock. Zero means always lock, and
+    /// then [`LockRef::put_return`](crate::LockRef::put_return), which
+    /// never locks, fails with
+    /// [`PutError::Contended`](crate::PutError::Contended) without trying.
     const MAX_ATTEMPTS: u32;
 
     /// Called after a failed compare-and-swap, before the next attempt.

@@ -31,6 +31,21 @@ mod model {
         builder.check(f);
     }
 
+    /// [`model`] with room for `branches` scheduling decisions per
+    /// execution (loom's default is 1 000), for models whose threads wait in
+    /// spin loops.
+    pub fn model_with_branches<F>(branches: usize, f: F)
+    where
+        F: Fn() + Sync + Send + 'static,
+    {
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(DEFAULT_PREEMPTIONS);
+        }
+        builder.max_branches = branches;
+        builder.check(f);
+    }
+
     /// The kernel's policy with a budget of one attempt, so that loom
     /// reaches the locked fallback after a single failed compare-and-swap.
     #[derive(Default)]

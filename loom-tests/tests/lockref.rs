@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
 use lockref::policy::{ExpBackoff, KernelRetry, Policy};
 use lockref::{LockRef, PutOrLock, DEAD, SATURATED};
-use lockref_loom_tests::{model, OneAttempt, WaitTwice};
+use lockref_loom_tests::{model, model_with_branches, OneAttempt, WaitTwice};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -291,5 +291,30 @@ fn last_put_sees_every_holders_writes() {
             h.join().unwrap();
         }
         assert_eq!(obj.r.count(), 0);
+    });
+}
+
+/// A locker that finds every ticket out (one short of wrapping `next`
+/// onto `owner`; drawn here for waiters that never come) waits without
+/// drawing, under every interleaving with a `try_lock`, so the lock never
+/// reads free while held; once the tickets are served, it gets the lock.
+#[test]
+fn ticket_cap_stops_a_locker_from_wrapping_the_ticket() {
+    // The locker at the cap spins (loom yields) until tickets are served.
+    model_with_branches(10_000, || {
+        let r = Arc::new(LockRef::new(0_u32));
+        r.draw_tickets(u16::MAX);
+        let capped = r.ticket_state();
+        let locker = {
+            let r = r.clone();
+            thread::spawn(move || *r.lock() += 1)
+        };
+        assert!(r.try_lock().is_none(), "the lock reads free while held");
+        assert_eq!(r.ticket_state(), capped, "a ticket drawn past the cap");
+        r.return_tickets(u16::MAX);
+        locker.join().unwrap();
+        assert_eq!(*r.lock(), 1);
+        let (owner, next) = r.ticket_state();
+        assert_eq!(owner, next);
     });
 }

@@ -85,6 +85,24 @@ impl RawLockRef {
         }
     }
 
+    /// `(owner, next)` of the lock half now (white-box tests).
+    #[cfg(any(test, lockref_loom))]
+    pub(crate) fn ticket_state(&self) -> (u16, u16) {
+        ticket::owner_and_next(self.word.lock_word())
+    }
+
+    /// See [`ticket::draw_tickets`].
+    #[cfg(any(test, lockref_loom))]
+    pub(crate) fn draw_tickets(&self, n: u16) {
+        ticket::draw_tickets(self.word.lock_word(), n);
+    }
+
+    /// See [`ticket::return_tickets`].
+    #[cfg(any(test, lockref_loom))]
+    pub(crate) fn return_tickets(&self, n: u16) {
+        ticket::return_tickets(self.word.lock_word(), n);
+    }
+
     #[cfg(feature = "stats")]
     #[inline]
     pub(crate) fn stats(&self) -> &Stats {

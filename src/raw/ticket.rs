@@ -11,8 +11,16 @@
 //! known weakness of a ticket lock is a preempted waiter whose turn comes
 //! (everyone behind it waits a time slice): with `std`, waiters yield the
 //! CPU after spinning a while, which bounds that loss when threads outnumber
-//! cores (unit tests do the same). Tickets are 16 bits: at most 65 535
-//! waiters at once.
+//! cores (unit tests do the same).
+//!
+//! Tickets are 16 bits, so at most [`MAX_TICKETS_OUT`] (65 535) may be out
+//! at once, the holder's included: a 65 536th would wrap `next` onto
+//! `owner`, and the word would read unlocked with the lock held. Nothing
+//! bounds user threads the way the CPU count bounds the kernel's ticket
+//! locks, so the draw is a compare-and-swap that refuses to pass the cap:
+//! a locker that finds every ticket out waits (spins, then yields with
+//! `std`) until one is returned, then draws. No race can pass the cap,
+//! since the check and the draw are one atomic step.
 //!
 //! The lock half is the *top* half of its word, so the carry out of `next`
 //! when a ticket is drawn at 0xffff falls off the word instead of landing in
@@ -22,6 +30,9 @@ use crate::sync::{spin_loop, Ordering};
 
 /// What is added to the lock half to draw a ticket.
 const TICKET: u32 = 1 << 16;
+
+/// The most tickets out at once: the holder's and its waiters'.
+pub(crate) const MAX_TICKETS_OUT: u16 = u16::MAX;
 
 /// With `std`, spins before a waiter starts yielding its CPU.
 #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
@@ -36,6 +47,14 @@ pub(crate) trait LockWord {
     fn load(&self, order: Ordering) -> Self::Int;
     /// The word's `fetch_add` (wrapping).
     fn fetch_add(&self, add: Self::Int, order: Ordering) -> Self::Int;
+    /// The word's weak `compare_exchange_weak`.
+    fn compare_exchange_weak(
+        &self,
+        current: Self::Int,
+        new: Self::Int,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<Self::Int, Self::Int>;
     /// The word's strong `compare_exchange`.
     fn compare_exchange(
         &self,
@@ -67,6 +86,17 @@ macro_rules! lock_word {
             #[inline(always)]
             fn fetch_add(&self, add: $int, order: $crate::sync::Ordering) -> $int {
                 <$atomic>::fetch_add(self, add, order)
+            }
+
+            #[inline(always)]
+            fn compare_exchange_weak(
+                &self,
+                current: $int,
+                new: $int,
+                success: $crate::sync::Ordering,
+                failure: $crate::sync::Ordering,
+            ) -> Result<$int, $int> {
+                <$atomic>::compare_exchange_weak(self, current, new, success, failure)
             }
 
             #[inline(always)]
@@ -123,18 +153,76 @@ pub(crate) fn is_free(lock: u32) -> bool {
     owner(lock) == next(lock)
 }
 
+/// Tickets out: the holder's and its waiters' (zero when unlocked).
+#[inline(always)]
+pub(crate) fn tickets_out(lock: u32) -> u16 {
+    next(lock).wrapping_sub(owner(lock))
+}
+
+/// `(owner, next)` of a word's lock half now, for white-box tests.
+#[cfg(any(test, lockref_loom))]
+pub(crate) fn owner_and_next<W: LockWord>(word: &W) -> (u16, u16) {
+    // Relaxed: a snapshot.
+    let lock = W::lock_half(word.load(Ordering::Relaxed));
+    (owner(lock), next(lock))
+}
+
 /// Draws a ticket and waits for it. Returns the ticket, which the holder
 /// passes to [`unlock`].
 #[inline]
 pub(crate) fn lock<W: LockWord>(word: &W) -> u16 {
-    // Acquire: when the ticket is served at once, this read is the one that
-    // must see the previous holder's releasing unlock.
-    let old = W::lock_half(word.fetch_add(W::lock_bits(TICKET), Ordering::Acquire));
-    let ticket = next(old);
-    if owner(old) != ticket {
-        wait(word, ticket);
+    // Relaxed: a guess; the compare-and-swap below decides and orders.
+    let mut old = word.load(Ordering::Relaxed);
+    loop {
+        let lock = W::lock_half(old);
+        if tickets_out(lock) == MAX_TICKETS_OUT {
+            old = wait_for_a_ticket(word);
+            continue;
+        }
+        // Acquire on success: when the ticket is served at once, this read
+        // is the one that must see the previous holder's releasing unlock.
+        // Relaxed on failure: the value read is only the next guess.
+        match word.compare_exchange_weak(
+            old,
+            W::wrapping_add(old, W::lock_bits(TICKET)),
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                let ticket = next(lock);
+                if owner(lock) != ticket {
+                    wait(word, ticket);
+                }
+                return ticket;
+            }
+            Err(actual) => old = actual,
+        }
     }
-    ticket
+}
+
+/// Every ticket is out: waits until one is returned. Returns the word last
+/// read.
+#[cold]
+#[inline(never)]
+fn wait_for_a_ticket<W: LockWord>(word: &W) -> W::Int {
+    #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
+    let mut spins: u32 = 0;
+    loop {
+        spin_loop();
+        // Relaxed: only a guess for the draw, which orders.
+        let old = word.load(Ordering::Relaxed);
+        if tickets_out(W::lock_half(old)) != MAX_TICKETS_OUT {
+            return old;
+        }
+        #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
+        {
+            if spins < SPINS_BEFORE_YIELD {
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
 }
 
 #[cold]
@@ -198,5 +286,23 @@ pub(crate) fn unlock<W: LockWord>(word: &W, ticket: u16) {
     // Release: everything written under the lock (protected data, the
     // count) happens before the next holder's Acquire and before any
     // lockless operation that reads this value or a later one.
+    word.fetch_add(W::lock_bits(delta), Ordering::Release);
+}
+
+/// Draws `n` tickets for nobody (waiters that never come), for white-box
+/// tests of the cap. The caller returns them with [`return_tickets`].
+#[cfg(any(test, lockref_loom))]
+pub(crate) fn draw_tickets<W: LockWord>(word: &W, n: u16) {
+    // Relaxed: a test's setup, ordered by its joins.
+    word.fetch_add(W::lock_bits(u32::from(n) << 16), Ordering::Relaxed);
+}
+
+/// Serves `n` tickets at once (each as its holder's unlock would), for
+/// white-box tests: the caller owns those tickets.
+#[cfg(any(test, lockref_loom))]
+pub(crate) fn return_tickets<W: LockWord>(word: &W, n: u16) {
+    let owner = owner(W::lock_half(word.load(Ordering::Relaxed)));
+    // As in `unlock`: the exact difference, carry cancelled in `next`.
+    let delta = u32::from(owner.wrapping_add(n)).wrapping_sub(u32::from(owner));
     word.fetch_add(W::lock_bits(delta), Ordering::Release);
 }

@@ -110,3 +110,74 @@ fn two_shared_derefs_of_one_guard() {
     assert_eq!(*a + *b, 10);
     assert!(shown.contains('5'));
 }
+
+/// With every ticket out (one holder and 65 534 waiters), another locker
+/// waits without drawing: `next` never wraps onto `owner`, so the word
+/// never reads unlocked while held (before the cap, it did, and `try_lock`
+/// then handed out a second guard). White-box: the waiters' tickets are
+/// drawn directly.
+#[test]
+fn a_locker_past_the_ticket_cap_waits_without_drawing() {
+    // Leaked, so that a failure can panic without joining a locker that
+    // may never get the lock.
+    let r: &'static LockRef<u32> = std::boxed::Box::leak(std::boxed::Box::new(LockRef::new(0)));
+    let held = r.lock();
+    let first = r.ticket_state();
+    // The holder's ticket is out; draw the rest for waiters that never come.
+    r.draw_tickets(u16::MAX - 1);
+    let capped = (first.0, first.0.wrapping_add(u16::MAX));
+    assert_eq!(r.ticket_state(), capped);
+    let locker = thread::spawn(move || *r.lock() += 1);
+    for _ in 0..super::ITERS {
+        if let Some(second) = r.try_lock() {
+            core::mem::forget(second);
+            panic!("the lock reads free while held: a second guard");
+        }
+        assert_eq!(r.ticket_state(), capped, "a ticket drawn past the cap");
+        thread::yield_now();
+    }
+    // Serve the holder's ticket and the phantom waiters': the locker
+    // draws the last one and gets the lock.
+    core::mem::forget(held);
+    r.return_tickets(u16::MAX);
+    locker.join().unwrap();
+    assert_eq!(*r.lock(), 1);
+    let (owner, next) = r.ticket_state();
+    assert_eq!(owner, next, "unlocked, every ticket served");
+}
+
+/// A policy that never falls back to the lock (it waits while the lock is
+/// held, within a budget no test reaches), so the only locker is the test.
+#[derive(Default)]
+struct NeverLocks;
+
+impl Policy for NeverLocks {
+    const MAX_ATTEMPTS: u32 = u32::MAX;
+    fn cas_failed(&mut self) {}
+    fn lock_held(&mut self) -> bool {
+        core::hint::spin_loop();
+        true
+    }
+}
+
+/// `try_lock` fails only when the lock is held: lockless count changes
+/// racing it (which made its compare-and-swap fail, about once in 10^5) do
+/// not make it fail.
+#[test]
+fn try_lock_is_not_spurious_under_lockless_traffic() {
+    let r = LockRef::<(), NeverLocks>::with_policy(());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                r.get();
+                r.put_return().expect("never falls back");
+            }
+        });
+        let tries = if cfg!(miri) { 200 } else { 1_000_000 };
+        let failed = (0..tries).filter(|_| r.try_lock().is_none()).count();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(failed, 0, "try_lock failed with the lock free");
+    });
+    assert_eq!(r.count(), 1);
+}
