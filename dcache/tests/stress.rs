@@ -74,3 +74,36 @@ fn lookup_races_unlink() {
     });
     balanced(&c);
 }
+
+/// Threads race lookups of the same fresh names: each name ends cached
+/// exactly once (`d_add` finds a dentry another lookup hashed first and
+/// uses it), whatever the interleaving.
+#[test]
+fn racing_lookups_of_one_name_hash_it_once() {
+    let names = if cfg!(miri) { 10 } else { 2_000 };
+    let c = cache(Variants::AFTER);
+    let start = std::sync::Barrier::new(RACERS);
+    thread::scope(|s| {
+        for _ in 0..RACERS {
+            s.spawn(|| {
+                start.wait();
+                let root = c.root();
+                for i in 0..names {
+                    let d = c
+                        .lookup_noperm_unlocked(root.dentry(), &format!("n{i}"))
+                        .unwrap();
+                    assert_eq!(d.kind(), None);
+                }
+            });
+        }
+    });
+    let b = balanced(&c);
+    assert_eq!(
+        (b.hashed, b.negative),
+        (names, names),
+        "a name cached twice"
+    );
+}
+
+/// Threads racing for the same names.
+const RACERS: usize = 4;

@@ -309,12 +309,96 @@ fn ticket_cap_stops_a_locker_from_wrapping_the_ticket() {
             let r = r.clone();
             thread::spawn(move || *r.lock() += 1)
         };
-        assert!(r.try_lock().is_none(), "the lock reads free while held");
-        assert_eq!(r.ticket_state(), capped, "a ticket drawn past the cap");
-        r.return_tickets(u16::MAX);
+        let checker = {
+            let r = r.clone();
+            thread::spawn(move || {
+                assert!(r.try_lock().is_none(), "the lock reads free while held");
+                assert_eq!(r.ticket_state(), capped, "a ticket drawn past the cap");
+                r.return_tickets(u16::MAX);
+            })
+        };
+        checker.join().unwrap();
         locker.join().unwrap();
         assert_eq!(*r.lock(), 1);
         let (owner, next) = r.ticket_state();
         assert_eq!(owner, next);
+    });
+}
+
+/// Data a lock holder wrote, outside the lockref, before unlocking: a
+/// thread that then takes a reference through a lookup reads it, so the
+/// reference's `Acquire` (or the fence that stands for it) must order it.
+struct Published(loom::cell::UnsafeCell<u32>);
+
+// SAFETY: written once before the publishing unlock, read only after an
+// acquiring reference or lock; loom checks exactly that.
+unsafe impl Sync for Published {}
+
+/// A holder sets the count from 0 to `to` under the lock after writing
+/// data; a lookup's `get_not_zero` fails at 0 or succeeds at `to` and then
+/// reads the data.
+fn lookup_sees_what_the_lock_holder_published(to: i32) {
+    model(move || {
+        let r = Arc::new(LockRef::with_count((), 0).unwrap());
+        let data = Arc::new(Published(loom::cell::UnsafeCell::new(0)));
+        let writer = {
+            let (r, data) = (r.clone(), data.clone());
+            thread::spawn(move || {
+                let mut g = r.lock();
+                // SAFETY: nobody reads before the unlock publishes it.
+                data.0.with_mut(|p| unsafe { *p = 7 });
+                g.set_count(to).unwrap();
+            })
+        };
+        // The lookup runs on a thread of its own: loom 0.7 explores far
+        // fewer interleavings of work done on the model's main thread.
+        let lookup = thread::spawn(move || {
+            if r.get_not_zero() {
+                // SAFETY: the reference's Acquire ordered the write before us.
+                assert_eq!(data.0.with(|p| unsafe { *p }), 7);
+            }
+        });
+        writer.join().unwrap();
+        lookup.join().unwrap();
+    });
+}
+
+/// `get_not_zero`/`get_not_dead` take their reference with `Acquire`: a
+/// lookup sees what the last lock holder wrote (fails if it is `Relaxed`).
+#[test]
+fn lookup_reference_acquires_what_the_holder_published() {
+    lookup_sees_what_the_lock_holder_published(1);
+}
+
+/// On a saturated count the lookup's reference is taken without a write;
+/// the `Acquire` fence there gives it the same ordering (fails without it).
+#[test]
+fn saturated_lookup_reference_acquires_what_the_holder_published() {
+    lookup_sees_what_the_lock_holder_published(SATURATED);
+}
+
+/// `try_lock` acquires: a thread that gets the lock after a holder sees
+/// what the holder wrote (fails if `try_lock` is `Relaxed`).
+#[test]
+fn try_lock_acquires_what_the_previous_holder_wrote() {
+    model(|| {
+        let r = Arc::new(LockRef::new(()));
+        let data = Arc::new(Published(loom::cell::UnsafeCell::new(0)));
+        let writer = {
+            let (r, data) = (r.clone(), data.clone());
+            thread::spawn(move || {
+                let _g = r.lock();
+                // SAFETY: under the lock.
+                data.0.with_mut(|p| unsafe { *p += 1 });
+            })
+        };
+        let trier = thread::spawn(move || {
+            if let Some(_g) = r.try_lock() {
+                // SAFETY: under the lock.
+                data.0.with_mut(|p| unsafe { *p += 1 });
+            }
+        });
+        writer.join().unwrap();
+        trier.join().unwrap();
     });
 }
