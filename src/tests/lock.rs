@@ -118,9 +118,11 @@ fn two_shared_derefs_of_one_guard() {
 /// drawn directly.
 #[test]
 fn a_locker_past_the_ticket_cap_waits_without_drawing() {
-    // Leaked, so that a failure can panic without joining a locker that
-    // may never get the lock.
-    let r: &'static LockRef<u32> = std::boxed::Box::leak(std::boxed::Box::new(LockRef::new(0)));
+    // On the heap and `'static`, so that a failure can panic without
+    // joining a locker that may never get the lock (it is leaked then).
+    let raw = std::boxed::Box::into_raw(std::boxed::Box::new(LockRef::new(0_u32)));
+    // SAFETY: freed only at the end, after the locker is joined.
+    let r: &'static LockRef<u32> = unsafe { &*raw };
     let held = r.lock();
     let first = r.ticket_state();
     // The holder's ticket is out; draw the rest for waiters that never come.
@@ -144,6 +146,8 @@ fn a_locker_past_the_ticket_cap_waits_without_drawing() {
     assert_eq!(*r.lock(), 1);
     let (owner, next) = r.ticket_state();
     assert_eq!(owner, next, "unlocked, every ticket served");
+    // SAFETY: the locker is joined; nothing uses `r` after this.
+    drop(unsafe { std::boxed::Box::from_raw(raw) });
 }
 
 /// A policy that never falls back to the lock (it waits while the lock is
