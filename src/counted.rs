@@ -9,6 +9,7 @@ use core::ptr::NonNull;
 
 use crate::error::CountError;
 use crate::guard::{LockRefGuard, PutOrLock};
+use crate::last_put::{decide, last_put_locked, put_locked, release_chain, zero_unlocked};
 use crate::lockref::LockRef;
 use crate::policy::Policy;
 
@@ -344,9 +345,9 @@ impl<T: RefCounted> CountedRef<T> {
     }
 
     /// Drops this handle's reference. Returns the object if this killed it
-    /// (it is dead, and [`release_chain`] must run).
+    /// (it is dead, and `release_chain` must run).
     #[inline]
-    fn put(self) -> Option<NonNull<T>> {
+    pub(crate) fn put(self) -> Option<NonNull<T>> {
         let ptr = Self::into_raw(self);
         // SAFETY: we owned a reference, so the object is alive.
         let this = unsafe { ptr.as_ref() };
@@ -366,99 +367,6 @@ impl<T: RefCounted> CountedRef<T> {
             },
         };
         killed.then_some(ptr)
-    }
-}
-
-// The functions below never free: an object is freed only by
-// `release_chain`, called where no reference to it is a live argument (a
-// lock guard passed to a function borrows the object for the whole call,
-// and freeing under it is undefined behaviour).
-
-/// The last reference, with the lock held and nothing changed yet: drops it
-/// and decides. Returns whether the object was killed.
-#[cold]
-#[inline(never)]
-fn last_put_locked<T: RefCounted>(
-    this: &T,
-    mut guard: LockRefGuard<'_, T::Data, T::Policy>,
-) -> bool {
-    match guard.decrement() {
-        Ok(0) => decide(this, &mut guard),
-        Ok(_) => false,
-        Err(e) => {
-            // A handle always owns a reference: a broken RefCounted
-            // contract. Refused, the count untouched.
-            debug_assert!(false, "CountedRef put: {e}");
-            false
-        }
-    }
-}
-
-/// With a grace section: a lockless put brought the count to zero.
-/// Returns whether the object was killed.
-///
-/// # Safety
-///
-/// `grace` was entered before the put and keeps `ptr`'s memory valid.
-#[cold]
-#[inline(never)]
-unsafe fn zero_unlocked<T: RefCounted>(ptr: NonNull<T>, grace: T::Grace) -> bool {
-    // SAFETY: the grace section keeps the object's memory valid.
-    let this = unsafe { ptr.as_ref() };
-    if this.retain_unlocked() {
-        return false;
-    }
-    let mut guard = this.lockref().lock();
-    // A lookup may have revived it (and maybe put it again: then the other
-    // putter decides, or decided and killed it).
-    let killed = guard.count() == 0 && !guard.is_dead() && decide(this, &mut guard);
-    drop(guard);
-    drop(grace);
-    killed
-}
-
-/// With a grace section: the lockless put gave up (lock held, or
-/// contended); puts again, taking the lock if it is the last reference.
-/// Returns whether the object was killed.
-#[cold]
-#[inline(never)]
-fn put_locked<T: RefCounted>(this: &T, grace: T::Grace) -> bool {
-    let killed = match this.lockref().put_or_lock() {
-        PutOrLock::Put => false,
-        PutOrLock::Locked(guard) => last_put_locked(this, guard),
-    };
-    drop(grace);
-    killed
-}
-
-/// At count zero, lock held: asks the object, and marks it dead if told to
-/// kill it. Returns whether it did.
-fn decide<T: RefCounted>(this: &T, guard: &mut LockRefGuard<'_, T::Data, T::Policy>) -> bool {
-    match this.last_put(guard) {
-        Fate::Keep => false,
-        Fate::Kill => {
-            guard.mark_dead();
-            true
-        }
-    }
-}
-
-/// Releases a killed object, then puts the references its release handed
-/// on (the cascade), in a loop.
-///
-/// # Safety
-///
-/// The object was marked dead at count zero by the calling thread, whose
-/// lock guard is gone.
-unsafe fn release_chain<T: RefCounted>(dead: NonNull<T>) {
-    // SAFETY: the caller's guarantee: dead, unreferenced, released once.
-    let mut next = unsafe { T::release(dead) };
-    while let Some(r) = next {
-        next = match r.put() {
-            // SAFETY: killed by this thread just now.
-            Some(dead) => unsafe { T::release(dead) },
-            None => None,
-        };
     }
 }
 

@@ -115,6 +115,7 @@ mod count;
 mod counted;
 mod error;
 mod guard;
+mod last_put;
 mod lockref;
 mod path_ref;
 pub mod policy;
@@ -122,6 +123,8 @@ mod raw;
 mod stats;
 mod sync;
 mod unopened;
+#[cfg(any(test, lockref_loom))]
+mod white_box;
 
 pub use crate::count::{DEAD, SATURATED};
 pub use crate::counted::{CountedRef, Fate, RefCounted};
