@@ -1,4 +1,7 @@
-//! Loom models of `LockRef`, one per race. Run with `--cfg loom`.
+//! Loom models of `LockRef`, one per race. Run with `--cfg loom --cfg
+//! lockref_loom`. Every racing side runs on a spawned thread: loom 0.7
+//! explores far fewer interleavings of work done on the model's main
+//! thread.
 #![cfg(loom)]
 
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -75,16 +78,20 @@ fn put_or_lock_races_get_at_count_one() {
                 }
             })
         };
-        let killed = match r.put_or_lock() {
-            PutOrLock::Put => false,
-            PutOrLock::Locked(mut g) => {
-                assert_eq!(g.count(), 1);
-                assert_eq!(g.decrement(), Ok(0));
-                g.mark_dead();
-                *g = true;
-                true
-            }
+        let killer = {
+            let r = r.clone();
+            thread::spawn(move || match r.put_or_lock() {
+                PutOrLock::Put => false,
+                PutOrLock::Locked(mut g) => {
+                    assert_eq!(g.count(), 1);
+                    assert_eq!(g.decrement(), Ok(0));
+                    g.mark_dead();
+                    *g = true;
+                    true
+                }
+            })
         };
+        let killed = killer.join().unwrap();
         let found = lookup.join().unwrap();
         assert!(
             found || killed,
@@ -105,15 +112,19 @@ fn mark_dead_under_lock_vs_get_not_dead() {
             let r = r.clone();
             thread::spawn(move || r.get_not_dead())
         };
-        let killed = {
-            let mut g = r.lock();
-            if g.count() == 0 {
-                g.mark_dead();
-                true
-            } else {
-                false
-            }
+        let killer = {
+            let r = r.clone();
+            thread::spawn(move || {
+                let mut g = r.lock();
+                if g.count() == 0 {
+                    g.mark_dead();
+                    true
+                } else {
+                    false
+                }
+            })
         };
+        let killed = killer.join().unwrap();
         let found = lookup.join().unwrap();
         assert_ne!(found, killed);
         assert_eq!(r.count(), if found { 1 } else { DEAD });
@@ -134,14 +145,18 @@ fn lockless_updates_vs_guard() {
                 put(&r);
             })
         };
-        {
-            let mut g = r.lock();
-            let before = g.count();
-            *g += 1;
-            thread::yield_now();
-            assert_eq!(g.count(), before, "count changed under the lock");
-            g.increment().unwrap();
-        }
+        let holder = {
+            let r = r.clone();
+            thread::spawn(move || {
+                let mut g = r.lock();
+                let before = g.count();
+                *g += 1;
+                thread::yield_now();
+                assert_eq!(g.count(), before, "count changed under the lock");
+                g.increment().unwrap();
+            })
+        };
+        holder.join().unwrap();
         other.join().unwrap();
         let g = r.lock();
         assert_eq!(*g, 1);
@@ -192,7 +207,11 @@ fn wait_unlock_policy_keeps_forward_progress() {
                 }
             })
         };
-        r.get();
+        let getter = {
+            let r = r.clone();
+            thread::spawn(move || r.get())
+        };
+        getter.join().unwrap();
         holder.join().unwrap();
         assert_eq!(r.count(), 2);
         assert_eq!(*r.lock(), 2);
