@@ -6,7 +6,7 @@ use std::boxed::Box;
 
 use crossbeam_epoch::{self as epoch, Owned};
 
-use crate::config::{Config, Variants, MAX_BUCKETS};
+use crate::config::{Config, Variants};
 use crate::dentry::{self, Dentry};
 use crate::hash_table::Table;
 use crate::inode::{self, InodeKind};
@@ -23,6 +23,7 @@ use crate::sync::{AtomicU64, Ordering};
 /// | file | methods |
 /// |---|---|
 /// | `cache.rs` | [`new`](Self::new), [`variants`](Self::variants), [`set_variants`](Self::set_variants), [`live_dentries`](Self::live_dentries), [`live_files`](Self::live_files), [`root`](Self::root) |
+/// | `lru.rs` | [`shrink`](Self::shrink), [`unused_dentries`](Self::unused_dentries): the LRU of unused dentries and the shrinker |
 /// | `ops.rs` | [`stat`](Self::stat), [`lookup_path`](Self::lookup_path), [`open`](Self::open), [`close`](Self::close), [`mkdir`](Self::mkdir), [`unlink`](Self::unlink), [`try_lookup_noperm`](Self::try_lookup_noperm), [`lookup_noperm_unlocked`](Self::lookup_noperm_unlocked), [`alloc_pseudo`](Self::alloc_pseudo) |
 /// | `file.rs` | [`alloc_file`](Self::alloc_file) |
 /// | `testing.rs` (feature `testing`) | `check_balanced`, `pseudo_root` |
@@ -58,9 +59,8 @@ impl Dcache {
     /// assert_eq!(cache.live_dentries(), 2); // the two roots
     /// ```
     pub fn new(config: Config) -> Self {
-        let buckets = config.buckets.clamp(1, MAX_BUCKETS).next_power_of_two();
         let mut cache = Dcache {
-            table: Table::new(buckets),
+            table: Table::new(config.table_buckets(), config.max_unused),
             root: NonNull::dangling(),
             root_mnt: Mount::new(),
             pseudo_root: NonNull::dangling(),

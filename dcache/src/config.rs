@@ -86,8 +86,20 @@ impl Default for Variants {
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
     /// Hash buckets: clamped to `1 ..=` [`MAX_BUCKETS`], then rounded up
-    /// to a power of two. Default 4096.
+    /// to a power of two; `0` (the default) sizes the table for
+    /// [`max_unused`](Self::max_unused): one bucket per unused dentry kept,
+    /// at least 16. The table is never resized (the kernel's
+    /// `dentry_hashtable` is sized once, at boot): with the shrinker
+    /// keeping the entries near that number, chains stay short unless far
+    /// more dentries than that are in use at once.
     pub buckets: usize,
+    /// Unused dentries (cached names and cached misses at count zero) kept
+    /// on the LRU; past it, the allocation of a new dentry first reclaims
+    /// the oldest (the kernel's shrinker), and
+    /// [`Dcache::shrink`](crate::Dcache::shrink) reclaims on demand.
+    /// Dentries in use are not bounded by it. `usize::MAX` never reclaims
+    /// by itself. Default 4096.
+    pub max_unused: usize,
     /// Whether the filesystem has a revalidate hook (`d_revalidate`, as a
     /// network filesystem has). It takes the directory's `i_rwsem` shared
     /// and the dentry's lock and compares the directory's generation with
@@ -100,15 +112,42 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            buckets: 4096,
+            buckets: 0,
+            max_unused: 4096,
             revalidate: false,
             variants: Variants::AFTER,
         }
     }
 }
 
+/// The fewest buckets a table sized from [`Config::max_unused`] gets.
+pub(crate) const MIN_AUTO_BUCKETS: usize = 16;
+
+impl Config {
+    /// The bucket count this configuration builds: a power of two in
+    /// `1 ..=` [`MAX_BUCKETS`].
+    ///
+    /// ```
+    /// use lockref_dcache::{Config, MAX_BUCKETS};
+    ///
+    /// assert_eq!(Config::default().table_buckets(), 4096); // sized for max_unused
+    /// assert_eq!(Config { buckets: 1000, ..Config::default() }.table_buckets(), 1024);
+    /// assert_eq!(Config { buckets: usize::MAX, ..Config::default() }.table_buckets(), MAX_BUCKETS);
+    /// assert_eq!(Config { max_unused: usize::MAX, ..Config::default() }.table_buckets(), MAX_BUCKETS);
+    /// ```
+    pub fn table_buckets(&self) -> usize {
+        let wanted = if self.buckets == 0 {
+            self.max_unused.max(MIN_AUTO_BUCKETS)
+        } else {
+            self.buckets
+        };
+        wanted.clamp(1, MAX_BUCKETS).next_power_of_two()
+    }
+}
+
 /// The most hash buckets a cache takes (2^20: 1 Mi chains, 16 MiB of
-/// buckets); [`Config::buckets`] beyond it is clamped.
+/// buckets); [`Config::buckets`] beyond it (or a `max_unused` that would
+/// size it beyond) is clamped.
 ///
 /// ```
 /// use lockref_dcache::{Config, Dcache};

@@ -12,7 +12,8 @@
 //! # Lifetime
 //!
 //! A dentry is alive while its count is `>= 0`. At count zero it is kept
-//! if hashed (a cached name or a cached miss), else killed: marked dead
+//! if hashed (a cached name or a cached miss: it goes on the LRU of unused
+//! dentries, from which the shrinker may kill it later), else killed: marked dead
 //! under its lock, unhashed, and freed after an epoch grace period (if it
 //! was ever reachable from a hash chain) or at once (if it never was). Each
 //! dentry except a self-parented one holds a reference on its parent,
@@ -26,6 +27,7 @@ use lockref::LockRef;
 
 use crate::hash_table::Table;
 use crate::inode::{Inode, InodeKind};
+use crate::lru::LruLinks;
 use crate::name::Name;
 use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 
@@ -38,6 +40,10 @@ pub(crate) const PSEUDO: u32 = 1 << 2;
 /// Revalidate before trusting a cached lookup (the filesystem has a
 /// `d_revalidate` hook).
 pub(crate) const REVALIDATE: u32 = 1 << 3;
+/// On the LRU of unused dentries; set and cleared under the LRU's lock.
+pub(crate) const ON_LRU: u32 = 1 << 4;
+/// Used again since it was put on the LRU: the shrinker's second chance.
+pub(crate) const REFERENCED: u32 = 1 << 5;
 
 /// What the dentry lock guards beyond the count: the revalidation state.
 #[derive(Default)]
@@ -59,7 +65,8 @@ pub(crate) struct Dentry {
     /// `Arc<Inode>` as a raw pointer; null for a negative dentry. Set at
     /// most once (instantiation), under the lock; released on free.
     pub(crate) inode: AtomicPtr<Inode>,
-    /// `HASHED`, `WAS_HASHED`, `PSEUDO`, `REVALIDATE`.
+    /// `HASHED`, `WAS_HASHED`, `PSEUDO`, `REVALIDATE`, `ON_LRU`,
+    /// `REFERENCED`.
     pub(crate) flags: AtomicU32,
     /// The name; immutable (no rename).
     pub(crate) name: Name,
@@ -71,6 +78,9 @@ pub(crate) struct Dentry {
     /// ([`CachePadded`]: 128 bytes on x86_64, where the adjacent-line
     /// prefetcher pairs lines, 64 or more elsewhere).
     pub(crate) lockref: CachePadded<LockRef<Revalidation>>,
+    /// Links in the LRU of unused dentries, under the LRU's lock; on the
+    /// line after the lockref, away from what lookups read.
+    pub(crate) lru: LruLinks,
 }
 
 // The layout the module docs promise: the lockref on its own line, after
@@ -82,7 +92,7 @@ static_assertions::const_assert!(
 );
 
 // SAFETY: every field is either immutable after publication, atomic, or
-// behind the lockref's lock; the raw pointers (`parent`, `inode`) point to
+// behind a lock (the lockref's, or the LRU's for the links); the raw pointers (`parent`, `inode`) point to
 // objects kept alive by the references the dentry holds.
 unsafe impl Send for Dentry {}
 // SAFETY: as for `Send`.
@@ -109,6 +119,7 @@ impl Dentry {
             name: Name::new(name),
             table,
             lockref: CachePadded::new(LockRef::new(Revalidation::default())),
+            lru: LruLinks::new(),
         }
     }
 

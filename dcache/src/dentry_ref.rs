@@ -14,7 +14,7 @@ use lockref::policy::DefaultPolicy;
 use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 
 use crate::cache::Dcache;
-use crate::dentry::{Dentry, Revalidation, REVALIDATE, WAS_HASHED};
+use crate::dentry::{Dentry, Revalidation, HASHED, ON_LRU, REFERENCED, REVALIDATE, WAS_HASHED};
 use crate::inode::{Inode, InodeKind};
 use crate::name;
 
@@ -25,7 +25,10 @@ use crate::name;
 // lookup could have reached the dentry. That grace is what makes a put to
 // zero without the lock safe (`grace`), and a dentry's hashed flag, which
 // `retain_unlocked` reads, is cleared only by holders of a reference
-// (unlink, a failed revalidation) or by the kill itself.
+// (unlink, a failed revalidation) or by the kill itself. The LRU flags it
+// also reads are cleared by the shrinker without a reference but under the
+// dentry's lock, where no lockless put can land; a stale read of them can
+// only keep a hashed dentry off the LRU, which the cache's drop still frees.
 unsafe impl RefCounted for Dentry {
     type Data = Revalidation;
     type Policy = DefaultPolicy;
@@ -36,9 +39,11 @@ unsafe impl RefCounted for Dentry {
     }
 
     /// `retain_dentry`: hashed dentries (cached names and cached misses)
-    /// stay at zero; unhashed and pseudo ones are killed.
+    /// stay at zero, on the LRU; unhashed and pseudo ones are killed.
     fn last_put(&self, _: &mut LockRefGuard<'_, Revalidation>) -> Fate {
         if self.is_hashed() {
+            // SAFETY: the table outlives every dentry.
+            unsafe { self.table.as_ref() }.lru.retain(self);
             Fate::Keep
         } else {
             Fate::Kill
@@ -54,6 +59,7 @@ unsafe impl RefCounted for Dentry {
         // SAFETY: the table outlives every dentry (see `Dentry::table`).
         let table = unsafe { d.table.as_ref() };
         table.d_drop(d);
+        table.lru.remove_dead(d);
         table.live.add(-1);
         // SAFETY: a dentry that is not its own parent holds one reference
         // on it, handed on here.
@@ -80,8 +86,12 @@ unsafe impl RefCounted for Dentry {
         Some(epoch::pin())
     }
 
+    /// `fast_dput`'s lockless `retain_dentry`: only a hashed dentry that
+    /// is on the LRU and already marked referenced needs nothing done under
+    /// its lock.
     fn retain_unlocked(&self) -> bool {
-        self.is_hashed()
+        let all = HASHED | ON_LRU | REFERENCED;
+        self.flags() & all == all
     }
 }
 

@@ -11,6 +11,7 @@ use lockref::{CountedRef, LockRef};
 use crate::cache::Dcache;
 use crate::dentry::{Dentry, HASHED, WAS_HASHED};
 use crate::dentry_ref::DentryRef;
+use crate::lru::Lru;
 use crate::name;
 use crate::sharded_count::ShardedCount;
 use crate::sync::Ordering;
@@ -32,20 +33,28 @@ impl Bucket {
     }
 }
 
-/// The table and the count of live dentries: what a dentry's kill needs,
-/// in one heap allocation that dentries point to (the `Dcache` itself may
-/// move; this does not).
+/// The table, the count of live dentries and the LRU of unused ones: what
+/// a dentry's last put and kill need, in one heap allocation that dentries
+/// point to (the `Dcache` itself may move; this does not).
+///
+/// The table is sized once, when the cache is made (as the kernel sizes
+/// `dentry_hashtable` at boot), not resized: lookups walk chains without
+/// locks, and the shrinker keeps the entries near the number it was sized
+/// for (see [`Config::buckets`](crate::Config::buckets)).
 pub(crate) struct Table {
     pub(crate) buckets: Box<[Bucket]>,
     /// Dentries allocated and not yet killed.
     pub(crate) live: ShardedCount,
+    /// Unused dentries, oldest reclaimed first.
+    pub(crate) lru: Lru,
 }
 
 impl Table {
-    pub(crate) fn new(buckets: usize) -> Box<Self> {
+    pub(crate) fn new(buckets: usize, max_unused: usize) -> Box<Self> {
         Box::new(Table {
             buckets: (0..buckets).map(|_| Bucket::new()).collect(),
             live: ShardedCount::new(),
+            lru: Lru::new(max_unused),
         })
     }
 

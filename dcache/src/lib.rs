@@ -32,6 +32,7 @@
 //! | lookup | `__d_lookup_rcu` + `lockref_get_not_dead` | [`epoch`](crossbeam_epoch)-pinned chain walk, then `get_not_dead` |
 //! | path walk | RCU walk, ref walk on `-ECHILD` | the same: no references while walking, one on the result; retried taking references on a miss or a revalidating filesystem |
 //! | `dput` | `fast_dput`, `retain_dentry`, `dentry_kill` | the same rules: hashed dentries stay at zero, others are killed, the parent is put |
+//! | LRU, shrinker | `s_dentry_lru`, `prune_dcache_sb` | unused dentries on an LRU with a second chance, reclaimed past [`Config::max_unused`] or by [`Dcache::shrink`] |
 //! | `i_rwsem` | per-inode rw semaphore | `RwLock` on the directory's entries (this filesystem's disk) |
 //! | `mnt_count` | per-cpu | split per thread |
 //! | `task_work` / `fput` | deferred `__fput` | a per-thread list drained when the operation returns |
@@ -77,6 +78,7 @@ mod errno;
 mod file;
 mod hash_table;
 mod inode;
+mod lru;
 mod mount;
 mod name;
 mod open_flags;

@@ -10,7 +10,7 @@ use std::vec::Vec;
 use crossbeam_epoch as epoch;
 
 use crate::cache::Dcache;
-use crate::dentry::Dentry;
+use crate::dentry::{Dentry, ON_LRU};
 use crate::dentry_ref::DentryRef;
 use crate::path_ref::MountRef;
 use crate::sync::Ordering;
@@ -76,8 +76,9 @@ impl Dcache {
     /// when no handle (path, dentry, file) is outstanding: each hashed
     /// dentry's count is the number of its live children, each root's is
     /// one more (the cache's own), the mounts hold no references, no file
-    /// is alive, and the live dentries are exactly the hashed ones and the
-    /// two roots.
+    /// is alive, the live dentries are exactly the hashed ones and the
+    /// two roots, and every unused one is on the LRU, which holds nothing
+    /// else.
     ///
     /// # Errors
     ///
@@ -107,7 +108,16 @@ impl Dcache {
         }
         let kids = |d: *const Dentry| children.get(&d).copied().unwrap_or(0);
         let mut negative = 0;
+        let mut listed = 0;
         for d in &hashed {
+            let on_lru = d.flags() & ON_LRU != 0;
+            if d.lockref.count() == 0 && !on_lru {
+                return Err(Imbalance(format!(
+                    "dentry {:?}: unused, but not on the LRU (never reclaimable)",
+                    String::from_utf8_lossy(d.name.as_bytes())
+                )));
+            }
+            listed += usize::from(on_lru);
             let want = kids(*d as *const Dentry);
             let have = d.lockref.count();
             if have != want {
@@ -117,6 +127,12 @@ impl Dcache {
                 )));
             }
             negative += usize::from(d.inode().is_none());
+        }
+        if listed != self.table.lru.len() {
+            return Err(Imbalance(format!(
+                "the LRU holds {} dentries, {listed} hashed ones say they are on it",
+                self.table.lru.len()
+            )));
         }
         for (what, root) in [("root", self.root), ("pseudo root", self.pseudo_root)] {
             // SAFETY: the roots live as long as the cache.

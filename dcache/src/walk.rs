@@ -239,6 +239,8 @@ impl Dcache {
             self.table.d_drop(d.dentry());
         }
         let inode = entries.get(name).cloned();
+        // The shrinker runs where the cache grows, before the allocation.
+        self.shrink_to_bound();
         // SAFETY: a new dentry of this cache; its count of one is ours.
         let new = unsafe { DentryRef::from_raw(self.d_alloc(Some(dir.ptr()), name, 0, inode)) };
         new.dentry().lockref.lock().verified_gen = dir_inode.generation.load(Ordering::Acquire);

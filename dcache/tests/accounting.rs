@@ -88,10 +88,14 @@ fn try_lookup_skips_revalidation() {
         buckets: 16,
         revalidate: true,
         variants: Variants::AFTER,
+        ..Config::default()
     });
     touch(&c, "/f");
     let ops = |c: &Dcache| {
         let root = c.root();
+        // A put to zero locks until the dentry is listed and marked
+        // referenced on the LRU; lockless from then on.
+        drop(c.try_lookup_noperm(root.dentry(), "f").unwrap());
         let d = c.try_lookup_noperm(root.dentry(), "f").unwrap().unwrap();
         d.reset_lockref_stats();
         drop(d);
@@ -108,6 +112,38 @@ fn try_lookup_skips_revalidation() {
         count_locks + 1,
         "revalidation takes the dentry lock"
     );
+}
+
+/// `fast_dput`: a put to zero of a cached dentry takes the dentry's lock
+/// the first time (to put it on the LRU) and the second (to mark it
+/// referenced), and never after, until the shrinker has cleared the mark.
+#[test]
+fn dput_to_zero_locks_only_to_list_or_mark_referenced() {
+    if !lockref::LOCKLESS {
+        return; // every last put locks in the lock-only build
+    }
+    let c = cache(Variants::AFTER);
+    c.mkdir("/d").unwrap(); // the first put to zero: listed
+    let root = c.root();
+    // The locks of one put to zero (the lookup after it gets locklessly;
+    // the last drop is a put to zero of its own, not counted).
+    let locks_of_a_put = |c: &Dcache| {
+        let d = c.try_lookup_noperm(root.dentry(), "d").unwrap().unwrap();
+        d.reset_lockref_stats();
+        drop(d);
+        let d = c.try_lookup_noperm(root.dentry(), "d").unwrap().unwrap();
+        d.lockref_stats().lock_acquisitions
+    };
+    assert_eq!(c.unused_dentries(), 1);
+    assert_eq!(
+        locks_of_a_put(&c),
+        1,
+        "the second put to zero marks it referenced"
+    );
+    assert_eq!(locks_of_a_put(&c), 0, "listed and referenced: lockless");
+    assert_eq!(locks_of_a_put(&c), 0);
+    drop(root);
+    balanced(&c);
 }
 
 #[test]

@@ -238,9 +238,13 @@ fn config() -> impl Strategy<Value = Config> {
         any::<[bool; 5]>(),
         any::<bool>(),
         prop_oneof![Just(1_usize), Just(64)],
+        // No unused dentry kept (every allocation reclaims), a few, or
+        // effectively unbounded: eviction must never change an answer.
+        prop_oneof![Just(0_usize), Just(3), Just(usize::MAX)],
     )
-        .prop_map(|(v, revalidate, buckets)| Config {
+        .prop_map(|(v, revalidate, buckets, max_unused)| Config {
             buckets,
+            max_unused,
             revalidate,
             variants: Variants {
                 open_consume: v[0],

@@ -270,6 +270,7 @@ fn revalidating_filesystem() {
         buckets: 16,
         revalidate: true,
         variants: Variants::AFTER,
+        ..Config::default()
     });
     c.mkdir("/d").unwrap();
     touch(&c, "/d/f");
@@ -300,6 +301,7 @@ fn dots_trailing_slashes_and_creat_follow_linux() {
                 buckets: 64,
                 revalidate,
                 variants,
+                ..Config::default()
             });
             touch(&c, "/file");
             c.mkdir("/dir").unwrap();

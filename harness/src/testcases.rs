@@ -108,6 +108,7 @@ impl Testcase {
                 buckets: 1 << 12,
                 revalidate,
                 variants,
+                ..Config::default()
             });
             cache.mkdir("/tmp").expect("fresh cache");
             cache.mkdir("/tmp/shared").expect("fresh cache");

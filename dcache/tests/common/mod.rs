@@ -11,6 +11,7 @@ pub fn cache(variants: Variants) -> Dcache {
         buckets: 64,
         revalidate: false,
         variants,
+        ..Config::default()
     })
 }
 
