@@ -14,6 +14,7 @@ fn cache(variants: Variants) -> &'static Dcache {
         buckets: 2,
         revalidate: false,
         variants,
+        ..Config::default()
     })))
 }
 
@@ -117,5 +118,49 @@ fn open_consume_races_unlink() {
             c.close(file);
         }
         c.check_balanced().unwrap();
+    });
+}
+
+/// The shrinker races a lookup of the dentry it is reclaiming
+/// (`try_lookup_noperm`: the RCU lookup and `get_not_dead`): the lookup
+/// gets a live reference or misses; never a dead or freed dentry. Every
+/// count ends balanced, the dentry either freed or back on the LRU.
+#[test]
+fn shrink_races_lookup_of_same_dentry() {
+    model(|| {
+        let c = cache(Variants::AFTER);
+        touch(c, "/f"); // unused, on the LRU
+        let root = c.root();
+        let looker = thread::spawn(move || {
+            if let Some(d) = c.try_lookup_noperm(root.dentry(), "f").unwrap() {
+                assert_eq!(d.kind(), Some(lockref_dcache::InodeKind::File));
+                assert!(d.count() >= 1);
+            }
+        });
+        let freed = c.shrink(usize::MAX);
+        looker.join().unwrap();
+        let balance = c.check_balanced().unwrap();
+        assert_eq!(balance.hashed + freed, 1);
+        assert_eq!(c.live_dentries(), 2 + balance.hashed);
+    });
+}
+
+/// The shrinker meets a dentry in use (it drops it from the LRU lazily)
+/// while its holder puts the last reference without the lock: the put
+/// must see the dentry off the LRU and list it again, or the shrinker must
+/// see the put and reclaim it. Never an unused dentry off the LRU, which
+/// no shrinker would ever free.
+#[test]
+fn shrink_races_lockless_last_put() {
+    model(|| {
+        let c = cache(Variants::AFTER);
+        touch(c, "/f");
+        let held = c.lookup_path("/f").unwrap(); // in use, still listed
+        let putter = thread::spawn(move || drop(held));
+        let freed = c.shrink(usize::MAX);
+        putter.join().unwrap();
+        c.check_balanced().unwrap();
+        assert_eq!(c.live_dentries(), 2 + 1 - freed);
+        assert_eq!(c.unused_dentries(), 1 - freed);
     });
 }
