@@ -1,0 +1,135 @@
+//! The host side: names checked before they reach a system call, stat
+//! results turned into FUSE attributes, and the `/proc/self/fd` path of an
+//! `O_PATH` descriptor.
+
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{Errno, FileAttr, FileType, INodeNo};
+use nix::fcntl::AtFlags;
+use nix::sys::stat::{FileStat, SFlag};
+
+use crate::table::Key;
+
+/// The longest name a directory entry may have (Linux's `NAME_MAX`).
+pub const NAME_MAX: usize = 255;
+
+/// A name from the kernel, checked: one path component, never `.` or
+/// `..` (which would leave the directory the request names), at most
+/// [`NAME_MAX`] bytes.
+///
+/// # Errors
+///
+/// `EINVAL` for an empty name, one with `/` or a NUL, `.` or `..`;
+/// `ENAMETOOLONG` past [`NAME_MAX`].
+pub fn check_name(name: &OsStr) -> Result<&OsStr, Errno> {
+    let bytes = name.as_bytes();
+    if bytes.len() > NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    if bytes.is_empty()
+        || bytes == b"."
+        || bytes == b".."
+        || bytes.contains(&b'/')
+        || bytes.contains(&0)
+    {
+        return Err(Errno::EINVAL);
+    }
+    Ok(name)
+}
+
+/// A `nix` error as the errno FUSE replies with.
+pub fn errno(e: nix::Error) -> Errno {
+    Errno::from_i32(e as i32)
+}
+
+/// `fstat` of an `O_PATH` descriptor (which `fstat` itself refuses on
+/// some kernels): `fstatat(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)`.
+pub fn stat_fd(fd: BorrowedFd<'_>) -> Result<FileStat, Errno> {
+    nix::sys::stat::fstatat(
+        fd,
+        "",
+        AtFlags::AT_EMPTY_PATH | AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .map_err(errno)
+}
+
+/// The host inode a stat describes.
+pub fn key_of(st: &FileStat) -> Key {
+    Key {
+        dev: st.st_dev,
+        ino: st.st_ino,
+    }
+}
+
+/// The path that reopens an `O_PATH` descriptor's inode.
+pub fn proc_path(fd: BorrowedFd<'_>) -> CString {
+    CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL in a number")
+}
+
+/// The file type of a `st_mode`.
+pub fn file_type(mode: u32) -> FileType {
+    match SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) {
+        SFlag::S_IFDIR => FileType::Directory,
+        SFlag::S_IFLNK => FileType::Symlink,
+        SFlag::S_IFIFO => FileType::NamedPipe,
+        SFlag::S_IFSOCK => FileType::Socket,
+        SFlag::S_IFCHR => FileType::CharDevice,
+        SFlag::S_IFBLK => FileType::BlockDevice,
+        _ => FileType::RegularFile,
+    }
+}
+
+fn time(secs: i64, nsecs: i64) -> SystemTime {
+    let nsecs = u32::try_from(nsecs).unwrap_or(0);
+    if secs >= 0 {
+        UNIX_EPOCH + Duration::new(secs.unsigned_abs(), nsecs)
+    } else {
+        UNIX_EPOCH - Duration::new(secs.unsigned_abs(), 0) + Duration::new(0, nsecs)
+    }
+}
+
+/// FUSE attributes of a host stat, for node id `id`.
+pub fn attr(st: &FileStat, id: u64) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(id),
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        blocks: u64::try_from(st.st_blocks).unwrap_or(0),
+        atime: time(st.st_atime, st.st_atime_nsec),
+        mtime: time(st.st_mtime, st.st_mtime_nsec),
+        ctime: time(st.st_ctime, st.st_ctime_nsec),
+        crtime: UNIX_EPOCH,
+        kind: file_type(st.st_mode),
+        perm: (st.st_mode & 0o7777) as u16,
+        nlink: u32::try_from(st.st_nlink).unwrap_or(u32::MAX),
+        uid: st.st_uid,
+        gid: st.st_gid,
+        rdev: u32::try_from(st.st_rdev).unwrap_or(0),
+        blksize: u32::try_from(st.st_blksize).unwrap_or(4096),
+        flags: 0,
+    }
+}
+
+/// The POSIX permission check of `mask` (`R_OK`, `W_OK`, `X_OK` bits) for
+/// `uid`/`gid`/`groups` against a host stat (`ACCESS`).
+pub fn may_access(st: &FileStat, mask: i32, uid: u32, gid: u32, groups: &[u32]) -> bool {
+    let want = (mask & 0o7) as u32;
+    if want == 0 {
+        return true;
+    }
+    if uid == 0 {
+        // Root may do anything but execute a file nobody may execute.
+        let is_dir = st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFDIR.bits();
+        return want & 0o1 == 0 || is_dir || st.st_mode & 0o111 != 0;
+    }
+    let bits = if st.st_uid == uid {
+        st.st_mode >> 6
+    } else if st.st_gid == gid || groups.contains(&st.st_gid) {
+        st.st_mode >> 3
+    } else {
+        st.st_mode
+    } & 0o7;
+    bits & want == want
+}

@@ -1,0 +1,38 @@
+//! A passthrough FUSE filesystem whose inode table runs on lockref's
+//! [`CountedRef`](lockref::CountedRef): a real client of the crate, driven
+//! by the kernel and by real programs.
+//!
+//! It mirrors a host directory. Each host inode the kernel learns of gets
+//! a node id and an entry in the inode table, counted by one reference per
+//! kernel lookup (a `LOOKUP`, `CREATE`, `MKDIR`, `MKNOD`, `SYMLINK` or
+//! `LINK` reply, or a `READDIRPLUS` entry), per open handle and per request
+//! in flight. `FORGET` gives the kernel's back, `nlookup` at a time
+//! ([`CountedRef::put_many`](lockref::CountedRef::put_many)), and the inode
+//! leaves the table when its last reference goes: every put is one lockless
+//! atomic but that last one, which takes the table's lock.
+//!
+//! The same binary runs the baseline, [`LockedTable`], which counts as
+//! virtiofsd's passthrough store does (an atomic count per inode, the
+//! store's lock taken exclusively on every `FORGET`), so both are measured
+//! side by side.
+//!
+//! | piece | file |
+//! |---|---|
+//! | the table interface, [`Key`], [`ForgetError`] | `table.rs` |
+//! | [`CountedTable`] (lockref) | `counted_table.rs` |
+//! | [`LockedTable`] (virtiofsd-style) | `locked_table.rs` |
+//! | the FUSE operations, [`Passthrough`], [`Server`] | `fs.rs` |
+//! | the caller's credentials per request | `creds.rs` |
+//! | names, attributes, `/proc/self/fd` | `host.rs` |
+
+mod counted_table;
+mod creds;
+mod fs;
+pub mod host;
+mod locked_table;
+mod table;
+
+pub use crate::counted_table::{CountedInode, CountedTable};
+pub use crate::fs::{Passthrough, Server};
+pub use crate::locked_table::{LockedInode, LockedTable};
+pub use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};

@@ -1,0 +1,74 @@
+//! `lockref-fuse`: mounts a passthrough of a host directory.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Parser, ValueEnum};
+use lockref_fuse::{CountedTable, InodeTable, LockedTable, Passthrough, Server};
+
+/// Which inode table counts the inodes.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Table {
+    /// lockref's CountedRef: lockless puts, the table's lock only for the last.
+    Lockref,
+    /// As virtiofsd: the store's write lock on every FORGET.
+    Virtiofsd,
+}
+
+/// Mirrors SOURCE at MOUNTPOINT through FUSE.
+///
+/// Examples:
+///
+///   lockref-fuse /srv/data /mnt/data
+///
+///   lockref-fuse --table virtiofsd --threads 8 --allow-other /srv/data /mnt/data
+#[derive(Parser, Debug)]
+#[command(version, verbatim_doc_comment)]
+struct Args {
+    /// The host directory to mirror.
+    source: PathBuf,
+    /// Where to mount it (an existing directory).
+    mountpoint: PathBuf,
+    /// The inode table.
+    #[arg(long, value_enum, default_value_t = Table::Lockref)]
+    table: Table,
+    /// Threads serving requests, each on its own /dev/fuse clone.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: u16,
+    /// Let other users in (the kernel still checks permissions, and each
+    /// request acts with its caller's credentials). Needs root, or
+    /// user_allow_other in /etc/fuse.conf.
+    #[arg(long)]
+    allow_other: bool,
+}
+
+fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
+    let fs = Arc::new(Passthrough::<T>::new(&args.source)?);
+    fuser::mount(Server(fs), &args.mountpoint, &config(args))
+}
+
+fn config(args: &Args) -> fuser::Config {
+    let mut config = fuser::Config::default();
+    config.mount_options = vec![
+        fuser::MountOption::FSName("lockref-fuse".into()),
+        fuser::MountOption::DefaultPermissions,
+    ];
+    if args.allow_other {
+        config.acl = fuser::SessionACL::All;
+    }
+    config.n_threads = Some(usize::from(args.threads));
+    config.clone_fd = true;
+    config
+}
+
+fn main() {
+    let args = Args::parse();
+    let result = match args.table {
+        Table::Lockref => serve::<CountedTable>(&args),
+        Table::Virtiofsd => serve::<LockedTable>(&args),
+    };
+    if let Err(e) = result {
+        eprintln!("lockref-fuse: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,108 @@
+//! What the filesystem needs of an inode table, implemented twice: on
+//! lockref's [`CountedRef`](lockref::CountedRef)
+//! ([`CountedTable`](crate::CountedTable)) and as virtiofsd counts
+//! ([`LockedTable`](crate::LockedTable)), so one binary measures both.
+
+use std::fmt;
+use std::ops::Deref;
+use std::os::fd::OwnedFd;
+
+/// A host inode's identity: device and inode number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+/// What the table keeps per inode.
+#[derive(Debug)]
+pub struct InodeData {
+    /// The FUSE node id handed to the kernel; [`ROOT_ID`] for the root.
+    pub id: u64,
+    /// The host inode.
+    pub key: Key,
+    /// An `O_PATH` descriptor of the host inode: every operation on the
+    /// inode goes through it (`*at` calls, `/proc/self/fd`).
+    pub fd: OwnedFd,
+}
+
+/// The FUSE root's node id.
+pub const ROOT_ID: u64 = 1;
+
+/// A refused `FORGET`: the kernel's input is not trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForgetError {
+    /// No inode has this node id (never handed out, or already forgotten).
+    UnknownInode(u64),
+    /// The kernel forgot more lookups than it was given; nothing changed.
+    MoreThanHeld {
+        /// The node id.
+        id: u64,
+        /// What the kernel asked to forget.
+        forget: u64,
+        /// What it holds.
+        held: u64,
+    },
+}
+
+impl fmt::Display for ForgetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ForgetError::UnknownInode(id) => write!(f, "FORGET of unknown inode {id}"),
+            ForgetError::MoreThanHeld { id, forget, held } => write!(
+                f,
+                "FORGET of {forget} lookups on inode {id}, which holds {held}: refused"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ForgetError {}
+
+/// An inode table: host inodes by key and by node id, each counted.
+///
+/// Three kinds of reference keep an inode: the kernel's lookup count
+/// (counted by [`lookup`](Self::lookup), given back by
+/// [`forget`](Self::forget)), open handles, and requests in flight (both
+/// [`Self::Ref`]s).
+pub trait InodeTable: Send + Sync + 'static {
+    /// A counted reference to an inode; dropping it gives it back.
+    type Ref: Deref<Target: Deref<Target = InodeData>> + Send + Sync + 'static;
+
+    /// Which table this is, for reports.
+    const NAME: &'static str;
+
+    /// A table holding the root, whose host descriptor is `root`.
+    fn new(root: OwnedFd, key: Key) -> Self;
+
+    /// One more of the kernel's lookups (for a `LOOKUP`, `CREATE`,
+    /// `MKDIR`, ... reply, sent right after) on the inode of `key`,
+    /// inserted with `fd` if absent (then `fd` is kept; otherwise it is
+    /// closed). Returns the node id to reply with.
+    fn lookup(&self, key: Key, fd: OwnedFd) -> u64;
+
+    /// The inode of node id `id`, referenced, if the kernel may name it.
+    fn get(&self, id: u64) -> Option<Self::Ref>;
+
+    /// The kernel gives back `n` lookups (`FORGET`).
+    ///
+    /// # Errors
+    ///
+    /// [`ForgetError`] for an unknown node id or more than the kernel
+    /// holds; nothing changes.
+    fn forget(&self, id: u64, n: u64) -> Result<(), ForgetError>;
+
+    /// Inodes in the table, the root included (never empty: the table
+    /// holds the root).
+    fn inodes(&self) -> usize;
+
+    /// Whether only the root is left.
+    fn only_root(&self) -> bool {
+        self.inodes() == 1
+    }
+
+    /// The kernel's lookups on the inode of node id `id` (for tests).
+    fn kernel_lookups(&self, id: u64) -> Option<u64>;
+}

@@ -1,0 +1,151 @@
+//! A real mount for the tests: the server runs in this process (so the
+//! tests can look at its inode table), the kernel drives it, and the mount
+//! is taken down even when a test fails.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lockref_fuse::{InodeTable, Passthrough, Server};
+
+/// Why mounting cannot be tested here, if it cannot.
+pub fn cannot_mount() -> Option<&'static str> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse is missing");
+    }
+    if !nix::unistd::geteuid().is_root() {
+        return Some("not root (the tests mount directly and switch credentials)");
+    }
+    None
+}
+
+/// Skips the calling test, saying why, where mounting is impossible.
+#[macro_export]
+macro_rules! require_mount {
+    () => {
+        if let Some(why) = common::cannot_mount() {
+            // Straight to the descriptor: the test harness captures
+            // `eprintln!` of passing tests, and a skip must be seen.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "SKIPPED (no real mount): {why}");
+            return;
+        }
+    };
+}
+
+/// Open descriptors of this process.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// A mounted passthrough of a fresh temporary directory.
+pub struct Mount<T: InodeTable> {
+    pub fs: Arc<Passthrough<T>>,
+    session: Option<fuser::BackgroundSession>,
+    pub source: PathBuf,
+    pub mnt: PathBuf,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+impl<T: InodeTable> Mount<T> {
+    pub fn new() -> Self {
+        let src = tempfile::tempdir().unwrap();
+        let mnt = tempfile::tempdir().unwrap();
+        // Others must reach the mount point for the unprivileged tests.
+        for d in [src.path(), mnt.path()] {
+            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        }
+        let fs = Arc::new(Passthrough::<T>::new(src.path()).unwrap());
+        let mut config = fuser::Config::default();
+        config.mount_options = vec![
+            fuser::MountOption::FSName("lockref-fuse-test".into()),
+            fuser::MountOption::DefaultPermissions,
+        ];
+        config.acl = fuser::SessionACL::All;
+        config.n_threads = Some(4);
+        config.clone_fd = true;
+        let session = fuser::spawn_mount(Server(fs.clone()), mnt.path(), &config).unwrap();
+        Mount {
+            fs,
+            session: Some(session),
+            source: src.path().to_path_buf(),
+            mnt: mnt.path().to_path_buf(),
+            _dirs: (src, mnt),
+        }
+    }
+
+    /// A path inside the mount.
+    pub fn at(&self, rel: &str) -> PathBuf {
+        self.mnt.join(rel)
+    }
+
+    /// A path inside the mirrored host directory.
+    pub fn host(&self, rel: &str) -> PathBuf {
+        self.source.join(rel)
+    }
+
+    /// Makes the kernel give back every reference it can: evicts unused
+    /// inodes (which sends their FORGETs), then waits for the table to
+    /// hold only the root. Returns whether it did within the time.
+    pub fn forget_all(&self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            std::fs::write("/proc/sys/vm/drop_caches", "2\n").unwrap();
+            if self.fs.table().only_root() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// Unmounts and waits for the server threads.
+    pub fn unmount(mut self) -> Arc<Passthrough<T>> {
+        if let Some(s) = self.session.take() {
+            s.umount_and_join().unwrap();
+        }
+        self.fs.clone()
+    }
+}
+
+impl<T: InodeTable> Drop for Mount<T> {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.take() {
+            // A failed test: never leave the mount behind.
+            if s.umount_and_join().is_err() {
+                let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
+            }
+        }
+    }
+}
+
+/// Runs `cmd` (with `sh -c`), asserting success; returns its stdout.
+pub fn sh(cmd: &str) -> String {
+    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    assert!(
+        out.status.success(),
+        "`{cmd}` failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs `cmd` as the unprivileged user 65534 (nobody), no groups.
+pub fn sh_as_nobody(cmd: &str) -> std::process::Output {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+            cmd,
+        ])
+        .output()
+        .unwrap()
+}

@@ -1,0 +1,166 @@
+//! Both inode tables, without the kernel: lookups, forgets, handles, and
+//! the kernel's input refused when it lies, with every count left as it
+//! was.
+
+use std::os::fd::OwnedFd;
+
+use lockref_fuse::{CountedTable, ForgetError, InodeTable, Key, LockedTable, ROOT_ID};
+
+fn fd() -> OwnedFd {
+    std::fs::File::open("/").unwrap().into()
+}
+
+fn key(ino: u64) -> Key {
+    Key { dev: 1, ino }
+}
+
+fn table<T: InodeTable>() -> T {
+    T::new(fd(), key(1))
+}
+
+fn lookups_and_forgets<T: InodeTable>() {
+    let t = table::<T>();
+    assert_eq!(t.inodes(), 1);
+    assert!(t.get(ROOT_ID).is_some());
+    let a = t.lookup(key(10), fd());
+    assert_ne!(a, ROOT_ID);
+    assert_eq!(t.lookup(key(10), fd()), a, "one node id per host inode");
+    assert_eq!(t.kernel_lookups(a), Some(2));
+    let b = t.lookup(key(11), fd());
+    assert_eq!(t.inodes(), 3);
+    t.forget(a, 1).unwrap();
+    assert_eq!(t.kernel_lookups(a), Some(1));
+    t.forget(a, 1).unwrap();
+    assert!(t.get(a).is_none(), "forgotten: gone");
+    assert_eq!(t.inodes(), 2);
+    // Looked up again: a new node id (ids are never reused).
+    let a2 = t.lookup(key(10), fd());
+    assert_ne!(a2, a);
+    t.forget(a2, 1).unwrap();
+    t.forget(b, 1).unwrap();
+    assert!(t.only_root());
+}
+
+#[test]
+fn lookups_and_forgets_lockref() {
+    lookups_and_forgets::<CountedTable>();
+}
+
+#[test]
+fn lookups_and_forgets_virtiofsd() {
+    lookups_and_forgets::<LockedTable>();
+}
+
+/// A FORGET of an unknown node id or of more than the kernel holds is
+/// refused with a typed error and changes nothing; the inode stays usable.
+fn lying_kernel_is_refused<T: InodeTable>() {
+    let t = table::<T>();
+    assert_eq!(t.forget(999, 1), Err(ForgetError::UnknownInode(999)));
+    let a = t.lookup(key(10), fd());
+    assert_eq!(
+        t.forget(a, 2),
+        Err(ForgetError::MoreThanHeld {
+            id: a,
+            forget: 2,
+            held: 1
+        })
+    );
+    assert_eq!(
+        t.forget(a, u64::MAX),
+        Err(ForgetError::MoreThanHeld {
+            id: a,
+            forget: u64::MAX,
+            held: 1
+        })
+    );
+    assert_eq!(t.kernel_lookups(a), Some(1));
+    assert!(t.get(a).is_some());
+    t.forget(a, 1).unwrap();
+    assert_eq!(t.forget(a, 1), Err(ForgetError::UnknownInode(a)));
+    assert!(t.only_root());
+    // A FORGET of nothing is accepted and changes nothing.
+    let b = t.lookup(key(11), fd());
+    t.forget(b, 0).unwrap();
+    assert_eq!(t.kernel_lookups(b), Some(1));
+    t.forget(b, 1).unwrap();
+}
+
+#[test]
+fn lying_kernel_is_refused_lockref() {
+    lying_kernel_is_refused::<CountedTable>();
+}
+
+#[test]
+fn lying_kernel_is_refused_virtiofsd() {
+    lying_kernel_is_refused::<LockedTable>();
+}
+
+/// The lockref table keeps an inode while a handle (a reference) holds it,
+/// even after the kernel forgot it; it leaves with the last reference.
+#[test]
+fn a_handle_keeps_its_inode_in_the_lockref_table() {
+    let t = table::<CountedTable>();
+    let a = t.lookup(key(10), fd());
+    let handle = t.get(a).unwrap();
+    t.forget(a, 1).unwrap();
+    assert_eq!(t.inodes(), 2, "the handle's reference keeps it");
+    assert_eq!(handle.key, key(10));
+    // The kernel holds none now: it may not forget more.
+    assert!(matches!(
+        t.forget(a, 1),
+        Err(ForgetError::MoreThanHeld { .. })
+    ));
+    drop(handle);
+    assert!(t.only_root());
+}
+
+/// Many threads looking up, getting and forgetting the same few inodes:
+/// every count ends exact and only the root is left.
+fn concurrent_lookups_and_forgets<T: InodeTable>() {
+    let t = table::<T>();
+    std::thread::scope(|s| {
+        for th in 0..4 {
+            let t = &t;
+            s.spawn(move || {
+                for i in 0..2_000u64 {
+                    let k = key(10 + (i + th) % 3);
+                    let id = t.lookup(k, fd());
+                    if let Some(r) = t.get(id) {
+                        assert_eq!(r.key, k);
+                    }
+                    t.forget(id, 1).unwrap();
+                }
+            });
+        }
+    });
+    assert!(t.only_root(), "{} left", t.inodes());
+}
+
+#[test]
+fn concurrent_lookups_and_forgets_lockref() {
+    concurrent_lookups_and_forgets::<CountedTable>();
+}
+
+#[test]
+fn concurrent_lookups_and_forgets_virtiofsd() {
+    concurrent_lookups_and_forgets::<LockedTable>();
+}
+
+#[test]
+fn names_from_the_kernel_are_checked() {
+    use lockref_fuse::host::{check_name, NAME_MAX};
+    use std::ffi::OsStr;
+    assert!(check_name(OsStr::new("ok")).is_ok());
+    assert!(check_name(OsStr::new(&"n".repeat(NAME_MAX))).is_ok());
+    assert_eq!(
+        check_name(OsStr::new(&"n".repeat(NAME_MAX + 1))),
+        Err(fuser::Errno::ENAMETOOLONG)
+    );
+    for bad in ["", ".", "..", "a/b", "/", "a\0b"] {
+        assert_eq!(
+            check_name(OsStr::new(bad)),
+            Err(fuser::Errno::EINVAL),
+            "{bad:?}"
+        );
+    }
+}
