@@ -12,11 +12,11 @@
 //! point to it and frees it. A lookup that meets a dead inode treats it as
 //! absent and inserts a new one under the same key.
 
+use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use lockref::policy::DefaultPolicy;
 use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
@@ -55,7 +55,9 @@ struct Maps {
 }
 
 struct Shared {
-    maps: RwLock<Maps>,
+    /// Read by every request (a per-thread shard: no shared line), written
+    /// only to insert a new inode and by the last put of one.
+    maps: ShardedLock<Maps>,
     next_id: AtomicU64,
 }
 
@@ -66,11 +68,11 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
-    fn read(&self) -> RwLockReadGuard<'_, Maps> {
+    fn read(&self) -> ShardedLockReadGuard<'_, Maps> {
         self.maps.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Maps> {
+    fn write(&self) -> ShardedLockWriteGuard<'_, Maps> {
         self.maps.write().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -142,7 +144,7 @@ impl CountedTable {
     /// The inode of `key`, referenced: a live one found under the read
     /// lock (no write, the common case), else under the write lock, else
     /// a new one.
-    fn find_or_insert(&self, key: Key, fd: OwnedFd) -> CountedRef<CountedInode> {
+    fn find_or_insert(&self, key: Key, fd: impl FnOnce() -> OwnedFd) -> CountedRef<CountedInode> {
         {
             let maps = self.shared.read();
             if let Some(&ptr) = maps.by_key.get(&key) {
@@ -161,7 +163,7 @@ impl CountedTable {
         }
         // Relaxed: a unique number is all that is needed.
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        self.insert(&mut maps, id, key, fd)
+        self.insert(&mut maps, id, key, fd())
     }
 
     /// The live inode `ptr` found in the maps, referenced.
@@ -184,7 +186,7 @@ impl InodeTable for CountedTable {
     fn new(root: OwnedFd, key: Key) -> Self {
         let mut table = CountedTable {
             shared: Box::new(Shared {
-                maps: RwLock::new(Maps::default()),
+                maps: ShardedLock::new(Maps::default()),
                 next_id: AtomicU64::new(ROOT_ID + 1),
             }),
             root: None,
@@ -196,7 +198,7 @@ impl InodeTable for CountedTable {
         table
     }
 
-    fn lookup(&self, key: Key, fd: OwnedFd) -> u64 {
+    fn lookup<F: FnOnce() -> OwnedFd>(&self, key: Key, fd: F) -> u64 {
         let r = self.find_or_insert(key, fd);
         // Relaxed: only `forget` reads it, to bound what it gives back;
         // the kernel cannot forget this lookup before our reply, which

@@ -32,8 +32,9 @@ use crate::creds::{self, AsCaller};
 use crate::host::{self, check_name, errno, stat_fd};
 use crate::table::{InodeTable, ROOT_ID};
 
-/// How long the kernel may trust an entry or attributes without asking.
-const TTL: Duration = Duration::from_secs(1);
+/// How long the kernel may trust an entry or attributes without asking,
+/// unless [`Passthrough::with_ttl`] says otherwise.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(1);
 
 /// Node ids are never reused, so one generation serves.
 const GENERATION: Generation = Generation(0);
@@ -63,6 +64,7 @@ pub struct Passthrough<T: InodeTable> {
     table: T,
     server_is_root: bool,
     refused_forgets: AtomicU64,
+    ttl: Duration,
 }
 
 /// What `readdir` and `readdirplus` list: `.`, `..` and the entries.
@@ -125,6 +127,17 @@ impl<T: InodeTable> Passthrough<T> {
     ///
     /// The host's error opening or statting `source`.
     pub fn new(source: &Path) -> std::io::Result<Self> {
+        Self::with_ttl(source, DEFAULT_TTL)
+    }
+
+    /// Mirrors `source`, letting the kernel cache entries and attributes
+    /// for `ttl` (zero: every path walk and `stat` reaches the server, as
+    /// for a filesystem others change underneath).
+    ///
+    /// # Errors
+    ///
+    /// The host's error opening or statting `source`.
+    pub fn with_ttl(source: &Path, ttl: Duration) -> std::io::Result<Self> {
         let fd = nix::fcntl::open(
             source,
             OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
@@ -140,6 +153,7 @@ impl<T: InodeTable> Passthrough<T> {
             table: T::new(fd, host::key_of(&st)),
             server_is_root: creds::can_switch(),
             refused_forgets: AtomicU64::new(0),
+            ttl,
         })
     }
 
@@ -213,7 +227,7 @@ impl<T: InodeTable> Passthrough<T> {
         )
         .map_err(errno)?;
         let st = stat_fd(fd.as_fd())?;
-        let id = self.table.lookup(host::key_of(&st), fd);
+        let id = self.table.lookup(host::key_of(&st), || fd);
         Ok(host::attr(&st, id))
     }
 
@@ -440,7 +454,7 @@ impl<T: InodeTable> Passthrough<T> {
                 let st = nix::sys::stat::fstatat(&dir.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW)
                     .map_err(errno)?;
                 let attr = host::attr(&st, ROOT_ID);
-                if reply.add(INodeNo(ROOT_ID), next, name, &TTL, &attr, GENERATION) {
+                if reply.add(INodeNo(ROOT_ID), next, name, &self.ttl, &attr, GENERATION) {
                     break;
                 }
                 continue;
@@ -451,7 +465,7 @@ impl<T: InodeTable> Passthrough<T> {
                 Err(Errno::ENOENT) => continue,
                 Err(e) => return Err(e),
             };
-            if reply.add(attr.ino, next, name, &TTL, &attr, GENERATION) {
+            if reply.add(attr.ino, next, name, &self.ttl, &attr, GENERATION) {
                 // The buffer is full: this entry was not sent, so neither
                 // was its lookup.
                 let _ = self.table.forget(attr.ino.0, 1);
@@ -503,8 +517,11 @@ impl<T: InodeTable> Filesystem for Server<T> {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        reply_with!(reply, self.0.do_lookup(req, parent, name), |a| reply
-            .entry(&TTL, &a, GENERATION));
+        reply_with!(reply, self.0.do_lookup(req, parent, name), |a| reply.entry(
+            &self.0.ttl,
+            &a,
+            GENERATION
+        ));
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -516,7 +533,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let r = self.0.inode(ino).and_then(|i| self.0.attr_of(&i));
-        reply_with!(reply, r, |a| reply.attr(&TTL, &a));
+        reply_with!(reply, r, |a| reply.attr(&self.0.ttl, &a));
     }
 
     fn setattr(
@@ -547,7 +564,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
             fh,
         };
         let r = self.0.do_setattr(req, ino, change);
-        reply_with!(reply, r, |a| reply.attr(&TTL, &a));
+        reply_with!(reply, r, |a| reply.attr(&self.0.ttl, &a));
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -573,7 +590,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
             let perm = Mode::from_bits_truncate(mode & 0o7777);
             nix::sys::stat::mknodat(dir, name, kind, perm, u64::from(rdev))
         });
-        reply_with!(reply, r, |a| reply.entry(&TTL, &a, GENERATION));
+        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
     }
 
     fn mkdir(
@@ -588,7 +605,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         let r = self.0.make_child(req, parent, name, |dir, name| {
             nix::sys::stat::mkdirat(dir, name, Mode::from_bits_truncate(mode & 0o7777))
         });
-        reply_with!(reply, r, |a| reply.entry(&TTL, &a, GENERATION));
+        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -616,7 +633,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         let r = self.0.make_child(req, parent, link_name, |dir, name| {
             nix::unistd::symlinkat(target, dir, name)
         });
-        reply_with!(reply, r, |a| reply.entry(&TTL, &a, GENERATION));
+        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
     }
 
     fn rename(
@@ -664,7 +681,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
                 )
             })
         });
-        reply_with!(reply, r, |a| reply.entry(&TTL, &a, GENERATION));
+        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -855,7 +872,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
     ) {
         let r = self.0.do_create(req, parent, name, mode, flags);
         reply_with!(reply, r, |(a, fh)| reply.created(
-            &TTL,
+            &self.0.ttl,
             &a,
             GENERATION,
             fh,

@@ -23,16 +23,22 @@
 //! | [`LockedTable`] (virtiofsd-style) | `locked_table.rs` |
 //! | the FUSE operations, [`Passthrough`], [`Server`] | `fs.rs` |
 //! | the caller's credentials per request | `creds.rs` |
+//! | mount options, [`mount::spawn`], [`mount::serve`] | `mount.rs` |
 //! | names, attributes, `/proc/self/fd` | `host.rs` |
+//! | [`RequestMix`]: the tables' share of requests, for measurements | `workload.rs` |
 
 mod counted_table;
 mod creds;
 mod fs;
 pub mod host;
 mod locked_table;
+pub mod mount;
 mod table;
+mod workload;
 
 pub use crate::counted_table::{CountedInode, CountedTable};
-pub use crate::fs::{Passthrough, Server};
+pub use crate::fs::{Passthrough, Server, DEFAULT_TTL};
 pub use crate::locked_table::{LockedInode, LockedTable};
+pub use crate::mount::MountConfig;
 pub use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
+pub use crate::workload::RequestMix;

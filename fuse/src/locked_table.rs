@@ -73,7 +73,7 @@ impl InodeTable for LockedTable {
         table
     }
 
-    fn lookup(&self, key: Key, fd: OwnedFd) -> u64 {
+    fn lookup<F: FnOnce() -> OwnedFd>(&self, key: Key, fd: F) -> u64 {
         if let Some(inode) = self.read().by_key.get(&key) {
             // Relaxed: under the store's lock, which orders it against the
             // forget that would remove the inode.
@@ -87,7 +87,7 @@ impl InodeTable for LockedTable {
         }
         // Relaxed: a unique number is all that is needed.
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        Self::insert(&mut store, id, key, fd, 1);
+        Self::insert(&mut store, id, key, fd(), 1);
         id
     }
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, ValueEnum};
-use lockref_fuse::{CountedTable, InodeTable, LockedTable, Passthrough, Server};
+use lockref_fuse::{CountedTable, InodeTable, LockedTable, MountConfig, Passthrough};
 
 /// Which inode table counts the inodes.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -44,21 +44,12 @@ struct Args {
 
 fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
     let fs = Arc::new(Passthrough::<T>::new(&args.source)?);
-    fuser::mount(Server(fs), &args.mountpoint, &config(args))
-}
-
-fn config(args: &Args) -> fuser::Config {
-    let mut config = fuser::Config::default();
-    config.mount_options = vec![
-        fuser::MountOption::FSName("lockref-fuse".into()),
-        fuser::MountOption::DefaultPermissions,
-    ];
-    if args.allow_other {
-        config.acl = fuser::SessionACL::All;
-    }
-    config.n_threads = Some(usize::from(args.threads));
-    config.clone_fd = true;
-    config
+    let config = MountConfig {
+        threads: usize::from(args.threads),
+        allow_other: args.allow_other,
+        ..MountConfig::default()
+    };
+    lockref_fuse::mount::serve(fs, &args.mountpoint, &config)
 }
 
 fn main() {

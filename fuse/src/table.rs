@@ -79,9 +79,10 @@ pub trait InodeTable: Send + Sync + 'static {
 
     /// One more of the kernel's lookups (for a `LOOKUP`, `CREATE`,
     /// `MKDIR`, ... reply, sent right after) on the inode of `key`,
-    /// inserted with `fd` if absent (then `fd` is kept; otherwise it is
-    /// closed). Returns the node id to reply with.
-    fn lookup(&self, key: Key, fd: OwnedFd) -> u64;
+    /// inserted with the descriptor `fd` returns if absent (`fd` is not
+    /// called, and whatever it owns is dropped, if the inode is there).
+    /// Returns the node id to reply with.
+    fn lookup<F: FnOnce() -> OwnedFd>(&self, key: Key, fd: F) -> u64;
 
     /// The inode of node id `id`, referenced, if the kernel may name it.
     fn get(&self, id: u64) -> Option<Self::Ref>;

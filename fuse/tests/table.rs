@@ -22,11 +22,11 @@ fn lookups_and_forgets<T: InodeTable>() {
     let t = table::<T>();
     assert_eq!(t.inodes(), 1);
     assert!(t.get(ROOT_ID).is_some());
-    let a = t.lookup(key(10), fd());
+    let a = t.lookup(key(10), fd);
     assert_ne!(a, ROOT_ID);
-    assert_eq!(t.lookup(key(10), fd()), a, "one node id per host inode");
+    assert_eq!(t.lookup(key(10), fd), a, "one node id per host inode");
     assert_eq!(t.kernel_lookups(a), Some(2));
-    let b = t.lookup(key(11), fd());
+    let b = t.lookup(key(11), fd);
     assert_eq!(t.inodes(), 3);
     t.forget(a, 1).unwrap();
     assert_eq!(t.kernel_lookups(a), Some(1));
@@ -34,7 +34,7 @@ fn lookups_and_forgets<T: InodeTable>() {
     assert!(t.get(a).is_none(), "forgotten: gone");
     assert_eq!(t.inodes(), 2);
     // Looked up again: a new node id (ids are never reused).
-    let a2 = t.lookup(key(10), fd());
+    let a2 = t.lookup(key(10), fd);
     assert_ne!(a2, a);
     t.forget(a2, 1).unwrap();
     t.forget(b, 1).unwrap();
@@ -56,7 +56,7 @@ fn lookups_and_forgets_virtiofsd() {
 fn lying_kernel_is_refused<T: InodeTable>() {
     let t = table::<T>();
     assert_eq!(t.forget(999, 1), Err(ForgetError::UnknownInode(999)));
-    let a = t.lookup(key(10), fd());
+    let a = t.lookup(key(10), fd);
     assert_eq!(
         t.forget(a, 2),
         Err(ForgetError::MoreThanHeld {
@@ -79,7 +79,7 @@ fn lying_kernel_is_refused<T: InodeTable>() {
     assert_eq!(t.forget(a, 1), Err(ForgetError::UnknownInode(a)));
     assert!(t.only_root());
     // A FORGET of nothing is accepted and changes nothing.
-    let b = t.lookup(key(11), fd());
+    let b = t.lookup(key(11), fd);
     t.forget(b, 0).unwrap();
     assert_eq!(t.kernel_lookups(b), Some(1));
     t.forget(b, 1).unwrap();
@@ -100,7 +100,7 @@ fn lying_kernel_is_refused_virtiofsd() {
 #[test]
 fn a_handle_keeps_its_inode_in_the_lockref_table() {
     let t = table::<CountedTable>();
-    let a = t.lookup(key(10), fd());
+    let a = t.lookup(key(10), fd);
     let handle = t.get(a).unwrap();
     t.forget(a, 1).unwrap();
     assert_eq!(t.inodes(), 2, "the handle's reference keeps it");
@@ -124,7 +124,7 @@ fn concurrent_lookups_and_forgets<T: InodeTable>() {
             s.spawn(move || {
                 for i in 0..2_000u64 {
                     let k = key(10 + (i + th) % 3);
-                    let id = t.lookup(k, fd());
+                    let id = t.lookup(k, fd);
                     if let Some(r) = t.get(id) {
                         assert_eq!(r.key, k);
                     }
@@ -163,4 +163,27 @@ fn names_from_the_kernel_are_checked() {
             "{bad:?}"
         );
     }
+}
+
+/// The measured request mix leaves each table as it found it, from many
+/// threads at once (what the harness's `inodes` testcase runs).
+fn request_mix_is_balanced<T: InodeTable>() {
+    let mix = lockref_fuse::RequestMix::<T>::new();
+    assert!(mix.is_balanced());
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| (0..5_000).for_each(|_| mix.run_once()));
+        }
+    });
+    assert!(mix.is_balanced(), "{} inodes", mix.table().inodes());
+}
+
+#[test]
+fn request_mix_is_balanced_lockref() {
+    request_mix_is_balanced::<CountedTable>();
+}
+
+#[test]
+fn request_mix_is_balanced_virtiofsd() {
+    request_mix_is_balanced::<LockedTable>();
 }

@@ -46,7 +46,7 @@ wis: will-it-scale style runs of the lockref dcache, each seed before and after
 usage: wis [options]
 
   -t, --tests LIST        testcases, comma-separated (default: all):
-                          open3 open1 openneg pseudo creat trylookup stat2 lockref
+                          open3 open1 openneg pseudo creat trylookup stat2 lockref inodes
   -n, --threads LIST      thread counts, comma-separated (default: 1 and the CPU count)
       --sweep N           thread counts 1, 2, ..., N (a scaling run)
   -d, --duration SECS     measured seconds per run (default 1)

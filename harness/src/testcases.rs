@@ -3,6 +3,7 @@
 
 use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
 use lockref_dcache::{Config, Dcache, Errno, OpenFlags, Variants};
+use lockref_fuse::{CountedTable, LockedTable, RequestMix};
 use lockref_measure::layout::{DentryLayout, LookupLine, OwnLine};
 use lockref_measure::{Floor, GetPut, LockRefGetPut};
 
@@ -29,10 +30,13 @@ pub enum Testcase {
     Stat2,
     /// get + put on one shared LockRef, each policy and the fetch_add floor.
     Lockref,
+    /// The FUSE inode table's share of a LOOKUP, OPEN, READ, RELEASE and
+    /// FORGET on one shared file: virtiofsd's table against lockref's.
+    Inodes,
 }
 
 /// Every testcase, in the order the summary lists them.
-pub const ALL: [Testcase; 8] = [
+pub const ALL: [Testcase; 9] = [
     Testcase::Open3,
     Testcase::Open1,
     Testcase::OpenNeg,
@@ -41,6 +45,7 @@ pub const ALL: [Testcase; 8] = [
     Testcase::TryLookup,
     Testcase::Stat2,
     Testcase::Lockref,
+    Testcase::Inodes,
 ];
 
 impl Testcase {
@@ -55,6 +60,7 @@ impl Testcase {
             Testcase::TryLookup => "trylookup",
             Testcase::Stat2 => "stat2",
             Testcase::Lockref => "lockref",
+            Testcase::Inodes => "inodes",
         }
     }
 
@@ -73,6 +79,7 @@ impl Testcase {
             Testcase::TryLookup => &["revalidate", "no revalidate"],
             Testcase::Stat2 => &["lookup line", "own line"],
             Testcase::Lockref => &["fetch_add floor", "KernelRetry", "WaitUnlock", "ExpBackoff"],
+            Testcase::Inodes => &["virtiofsd", "lockref"],
         }
     }
 
@@ -87,6 +94,7 @@ impl Testcase {
             Testcase::TryLookup => "more than 2x (seed 004)",
             Testcase::Stat2 => "+55% (d_lockref move)",
             Testcase::Lockref => "",
+            Testcase::Inodes => "FUSE client (lockref-fuse)",
         }
     }
 
@@ -145,6 +153,8 @@ impl Testcase {
                 2 => State::WaitUnlock(LockRefGetPut::new()),
                 _ => State::ExpBackoff(LockRefGetPut::new()),
             },
+            Testcase::Inodes if seed_after => State::CountedInodes(RequestMix::new()),
+            Testcase::Inodes => State::LockedInodes(RequestMix::new()),
         }
     }
 
@@ -229,6 +239,8 @@ impl Worker<'_> {
             (Testcase::Lockref, State::KernelRetry(r)) => r.get_put(),
             (Testcase::Lockref, State::WaitUnlock(r)) => r.get_put(),
             (Testcase::Lockref, State::ExpBackoff(r)) => r.get_put(),
+            (Testcase::Inodes, State::LockedInodes(m)) => m.run_once(),
+            (Testcase::Inodes, State::CountedInodes(m)) => m.run_once(),
             _ => return Err(Errno::Inval),
         }
         Ok(())
@@ -266,6 +278,10 @@ pub enum State {
     WaitUnlock(LockRefGetPut<WaitUnlock>),
     /// A lockref with exponential backoff.
     ExpBackoff(LockRefGetPut<ExpBackoff>),
+    /// The virtiofsd-style FUSE inode table.
+    LockedInodes(RequestMix<LockedTable>),
+    /// The lockref FUSE inode table.
+    CountedInodes(RequestMix<CountedTable>),
 }
 
 impl State {

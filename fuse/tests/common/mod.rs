@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lockref_fuse::{InodeTable, Passthrough, Server};
+use lockref_fuse::{InodeTable, MountConfig, Passthrough};
 
 /// Why mounting cannot be tested here, if it cannot.
 pub fn cannot_mount() -> Option<&'static str> {
@@ -60,15 +60,12 @@ impl<T: InodeTable> Mount<T> {
                 .unwrap();
         }
         let fs = Arc::new(Passthrough::<T>::new(src.path()).unwrap());
-        let mut config = fuser::Config::default();
-        config.mount_options = vec![
-            fuser::MountOption::FSName("lockref-fuse-test".into()),
-            fuser::MountOption::DefaultPermissions,
-        ];
-        config.acl = fuser::SessionACL::All;
-        config.n_threads = Some(4);
-        config.clone_fd = true;
-        let session = fuser::spawn_mount(Server(fs.clone()), mnt.path(), &config).unwrap();
+        let config = MountConfig {
+            fsname: "lockref-fuse-test".into(),
+            threads: 4,
+            allow_other: true,
+        };
+        let session = lockref_fuse::mount::spawn(fs.clone(), mnt.path(), &config).unwrap();
         Mount {
             fs,
             session: Some(session),
