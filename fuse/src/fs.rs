@@ -36,6 +36,10 @@ use crate::table::{InodeTable, ROOT_ID};
 /// unless [`Passthrough::with_ttl`] says otherwise.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(1);
 
+/// The largest read served: FUSE's own bound (256 pages of 4 KiB), for a
+/// request whose size field says more.
+const MAX_READ: u32 = 1 << 20;
+
 /// Node ids are never reused, so one generation serves.
 const GENERATION: Generation = Generation(0);
 
@@ -358,10 +362,13 @@ impl<T: InodeTable> Passthrough<T> {
         let Open::File(f) = &h.open else {
             return Err(Errno::EISDIR);
         };
-        let mut buf = vec![0; size as usize];
+        // Untrusted numbers: no offset the host cannot take, and no
+        // buffer larger than any read the kernel can send.
+        i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
+        let mut buf = vec![0; size.min(MAX_READ) as usize];
         let mut filled = 0;
         while filled < buf.len() {
-            match f.read_at(&mut buf[filled..], offset + filled as u64) {
+            match f.read_at(&mut buf[filled..], offset.saturating_add(filled as u64)) {
                 Ok(0) => break,
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -386,6 +393,8 @@ impl<T: InodeTable> Passthrough<T> {
         // The caller's credentials: a write clears setuid bits as the
         // caller would.
         let _as = self.as_caller(req)?;
+        let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
+        i64::try_from(end).map_err(|_| Errno::EFBIG)?;
         f.write_all_at(data, offset)?;
         u32::try_from(data.len()).map_err(|_| Errno::EINVAL)
     }

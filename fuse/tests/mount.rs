@@ -52,6 +52,11 @@ fn populate(root: &std::path::Path) {
             fs::write(root.join(dir).join(format!("f{j}.txt")), body).unwrap();
         }
     }
+    // Larger than one FUSE read or write: several requests per copy.
+    let big: Vec<u8> = (0..3 * 1024 * 1024 + 17)
+        .map(|k: u32| (k * 31 % 251) as u8)
+        .collect();
+    fs::write(root.join("tree/big.bin"), big).unwrap();
     std::os::unix::fs::symlink("src/f0.txt", root.join("tree/link")).unwrap();
     fs::hard_link(root.join("tree/f1.txt"), root.join("tree/hard")).unwrap();
 }
@@ -71,8 +76,12 @@ fn real_programs<T: InodeTable>() {
         let listing = sh(&format!("ls -lR {mnt}/tree"));
         assert!(listing.contains("link -> src/f0.txt"), "{listing}");
         // sha256sum reads the same bytes.
-        let through = sh(&format!("cd {mnt}/tree && sha256sum f*.txt src/deep/er/*"));
-        let direct = sh(&format!("cd {src}/tree && sha256sum f*.txt src/deep/er/*"));
+        let through = sh(&format!(
+            "cd {mnt}/tree && sha256sum big.bin f*.txt src/deep/er/*"
+        ));
+        let direct = sh(&format!(
+            "cd {src}/tree && sha256sum big.bin f*.txt src/deep/er/*"
+        ));
         assert_eq!(through, direct);
         // tar out and back in.
         sh(&format!(
