@@ -3,7 +3,9 @@
 //! default, or swept 1..N on a many-core machine. See the README and
 //! `wis --help`.
 
+pub mod cpus;
 pub mod options;
+pub mod plot;
 pub mod report;
 pub mod runner;
 pub mod testcases;
@@ -48,12 +50,21 @@ pub fn run_testcases(opts: &Options, out: &mut dyn Write) -> Result<Vec<Measurem
 }
 
 /// Replays a trace with each thread count, before (no seed) and after
-/// (every seed), writing progress to `out`. Also reports how many replayed
-/// results differed from the trace's.
+/// (every seed), writing progress to `out`.
+///
+/// First, on one thread, two passes over the whole trace, each from the
+/// tree the recorded run started from (what a pass creates is removed
+/// after it): the recorded results either pass did not reproduce are
+/// reported once, grouped by reason, and the second pass must differ
+/// exactly as the first (every pass reproduces the trace). Then the timed
+/// runs: each worker loops over the trace from its own starting point,
+/// removing what it created at the end of each of its passes; with
+/// several workers their passes overlap, so results are not checked there.
 ///
 /// # Errors
 ///
-/// As [`run_testcases`].
+/// As [`run_testcases`]; [`RunError::Replay`] if the second pass differs
+/// from the first.
 pub fn run_replay(
     ops: &[trace::Op],
     opts: &Options,
@@ -66,18 +77,32 @@ pub fn run_replay(
     }
     {
         let cache = Dcache::new(Config::default());
-        trace::populate(&cache, ops).map_err(RunError::Op)?;
-        let diff = trace::first_pass_mismatches(&cache, ops);
+        let tree = trace::populate(&cache, ops).map_err(RunError::Op)?;
+        let first = trace::verify_pass(&cache, &tree, ops);
+        let second = trace::verify_pass(&cache, &tree, ops);
+        let differing: usize = first.values().map(|(n, _)| n).sum();
         writeln!(
             out,
-            "replay: {} operations; {} differ from the trace on a first pass",
+            "replay: {} operations from a tree of {} directories and {} files; {} differ from the recorded results on every pass{}",
             ops.len(),
-            diff.len()
+            tree.dirs.len(),
+            tree.files.len(),
+            differing,
+            if differing == 0 { "" } else { ":" }
         )
         .map_err(RunError::Io)?;
-        for (op, got) in diff.iter().take(10) {
-            let got = got.map_or_else(|e| e.name().to_string(), |()| "0".into());
-            writeln!(out, "  {op}  -> replayed {got}").map_err(RunError::Io)?;
+        for ((op, recorded, replayed), (n, path)) in &first {
+            writeln!(
+                out,
+                "  {n:>6}  {op}: recorded {recorded}, replayed {replayed} (first: {path}): {}",
+                trace::difference_reason(recorded, replayed)
+            )
+            .map_err(RunError::Io)?;
+        }
+        if second != first {
+            return Err(RunError::Replay(
+                "the second pass differed from the first: a pass did not put the tree back".into(),
+            ));
         }
     }
     for &threads in &opts.threads {
@@ -86,31 +111,29 @@ pub fn run_replay(
                 variants,
                 ..Config::default()
             });
-            trace::populate(&cache, ops).map_err(RunError::Op)?;
-            let mismatches = std::sync::atomic::AtomicU64::new(0);
+            let tree = trace::populate(&cache, ops).map_err(RunError::Op)?;
             let m = runner::run(
                 ("replay", name),
                 threads,
                 &cfg,
                 out,
-                |t| Ok(std::cell::Cell::new(t * ops.len() / threads.max(1))),
-                |next: &std::cell::Cell<usize>| {
+                |t| {
+                    Ok((
+                        std::cell::Cell::new(t * ops.len() / threads.max(1)),
+                        std::cell::RefCell::new(trace::Pass::new(&tree)),
+                    ))
+                },
+                |(next, pass)| {
                     let i = next.get() % ops.len();
                     next.set(i + 1);
-                    if !trace::replay_one(&cache, &ops[i]) {
-                        mismatches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let mut pass = pass.borrow_mut();
+                    let _ = pass.step(&cache, &ops[i]);
+                    if i + 1 == ops.len() {
+                        pass.finish(&cache);
                     }
                     Ok(())
                 },
             )?;
-            let mm = mismatches.into_inner();
-            if mm > 0 {
-                writeln!(
-                    out,
-                    "replay {name}: {mm} operations returned another result than the trace's"
-                )
-                .map_err(RunError::Io)?;
-            }
             results.push(m);
         }
     }

@@ -1,13 +1,19 @@
 //! `wis`: the harness's command line. See `wis --help`.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
-use lockref_harness::options::{Options, HELP};
-use lockref_harness::{machine, report, run_replay, run_testcases, trace};
+use lockref_harness::options::Options;
+use lockref_harness::{machine, plot, report, run_replay, run_testcases, trace};
 
 fn main() -> ExitCode {
-    match real_main() {
+    let opts = match Options::parse(std::env::args().skip(1)) {
+        Ok(o) => o,
+        // Prints the help or the error naming the option; exits 0 or 2.
+        Err(e) => e.exit(),
+    };
+    match real_main(&opts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("wis: {e}");
@@ -16,27 +22,22 @@ fn main() -> ExitCode {
     }
 }
 
-fn write_file(path: &str, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn real_main() -> Result<(), String> {
-    let opts = Options::parse(std::env::args().skip(1))?;
-    if opts.help {
-        print!("{HELP}");
-        return Ok(());
-    }
+fn read_file(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn real_main(opts: &Options) -> Result<(), String> {
     if let Some(log) = &opts.convert {
-        let text = std::fs::read_to_string(log).map_err(|e| format!("{log}: {e}"))?;
-        let conv = trace::convert_strace(&text);
+        let conv = trace::convert_strace(&read_file(log)?, opts.cwd.as_deref());
         match &opts.out {
             Some(path) => write_file(path, &conv.trace)?,
             None => print!("{}", conv.trace),
         }
-        eprintln!(
-            "wis: {} operations written, {} lines skipped",
-            conv.ops, conv.skipped
-        );
+        eprint!("{}", conv.report());
         return Ok(());
     }
     let stdout = std::io::stdout();
@@ -44,29 +45,35 @@ fn real_main() -> Result<(), String> {
     let machine = machine();
     let _ = writeln!(
         out,
-        "lockref harness on {machine}; threads {:?}; {:?} per run after {:?} warm-up",
-        opts.threads, opts.duration, opts.warmup
+        "lockref harness on {machine}; threads {:?}; {:?} per run after {:?} warm-up; {}",
+        opts.threads,
+        opts.duration,
+        opts.warmup,
+        if opts.pin { "pinned" } else { "not pinned" }
     );
     let results = match &opts.replay {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-            let ops = trace::parse(&text).map_err(|e| format!("{path}: {e}"))?;
+            let text = read_file(path)?;
+            let ops = trace::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
             if ops.is_empty() {
-                return Err(format!("{path}: no operations in the trace"));
+                return Err(format!("{}: no operations in the trace", path.display()));
             }
-            run_replay(&ops, &opts, &mut out).map_err(|e| e.to_string())?
+            run_replay(&ops, opts, &mut out).map_err(|e| e.to_string())?
         }
-        None => run_testcases(&opts, &mut out).map_err(|e| e.to_string())?,
+        None => run_testcases(opts, &mut out).map_err(|e| e.to_string())?,
     };
     let _ = writeln!(out, "\n{}", report::summary(&results));
     if let Some(p) = &opts.csv {
-        write_file(p, &report::csv(&results))?;
+        write_file(p, &report::csv(&results).map_err(|e| e.to_string())?)?;
     }
     if let Some(p) = &opts.json {
         write_file(p, &report::json(&results, &machine))?;
     }
     if let Some(p) = &opts.svg {
-        write_file(p, &report::svg(&results, &machine))?;
+        plot::svg(p, &results, &machine)?;
+    }
+    if let Some(p) = &opts.png {
+        plot::png(p, &results, &machine)?;
     }
     Ok(())
 }

@@ -1,12 +1,15 @@
-//! Command-line options, parsed without panicking: every bad option gets
-//! a message naming it.
+//! Command-line options, on clap: every bad option gets a message naming
+//! it, `--help` shows the defaults and examples.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::runner::{cpus, RunConfig};
+use clap::Parser;
+
+use crate::runner::RunConfig;
 use crate::testcases::{Testcase, ALL};
 
-/// What to run and where to write it.
+/// What to run and where to write it, resolved from the command line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
     /// Testcases, in order.
@@ -17,90 +20,125 @@ pub struct Options {
     pub duration: Duration,
     /// Warm-up per run.
     pub warmup: Duration,
-    /// Pin workers to CPUs.
+    /// Pin each worker to its own allowed CPU (the default).
     pub pin: bool,
     /// Runs per configuration; the median (by total ops/s) is reported.
     pub repeat: usize,
     /// Per-tick progress lines.
     pub progress: bool,
     /// CSV output file.
-    pub csv: Option<String>,
+    pub csv: Option<PathBuf>,
     /// JSON output file.
-    pub json: Option<String>,
-    /// SVG output file.
-    pub svg: Option<String>,
+    pub json: Option<PathBuf>,
+    /// SVG plot file.
+    pub svg: Option<PathBuf>,
+    /// PNG plot file.
+    pub png: Option<PathBuf>,
     /// A trace to replay instead of the testcases.
-    pub replay: Option<String>,
+    pub replay: Option<PathBuf>,
     /// An strace log to convert (then exit).
-    pub convert: Option<String>,
+    pub convert: Option<PathBuf>,
     /// Where the converted trace goes (stdout if `None`).
-    pub out: Option<String>,
-    /// Print the help and exit.
-    pub help: bool,
+    pub out: Option<PathBuf>,
+    /// The directory the traced command started in.
+    pub cwd: Option<String>,
 }
 
-/// The help text.
-pub const HELP: &str = "\
-wis: will-it-scale style runs of the lockref dcache, each seed before and after
+const EXAMPLES: &str = "\
+Examples:
+  wis                                   every testcase at 1 thread and at every CPU
+  wis -t open3,lockref --sweep 16 -r 3 --csv out.csv --json out.json --svg out.svg --png out.png
+  wis --convert-strace build.strace --out build.trace && wis --replay build.trace -n 1,4";
 
-usage: wis [options]
-
-  -t, --tests LIST        testcases, comma-separated (default: all):
-                          open3 open1 openneg pseudo creat trylookup stat2 lockref inodes
-  -n, --threads LIST      thread counts, comma-separated (default: 1 and the CPU count)
-      --sweep N           thread counts 1, 2, ..., N (a scaling run)
-  -d, --duration SECS     measured seconds per run (default 1)
-  -w, --warmup SECS       warm-up seconds per run (default 0.25)
-      --pin               pin worker i to CPU i mod ncpu, as will-it-scale does
-  -r, --repeat N          run each configuration N times, report the median (default 1)
-  -q, --quiet             no per-tick min/max/total lines
-      --csv FILE          write runtest.py-style CSV
-      --json FILE         write JSON
-      --svg FILE          write an SVG plot of ops/s against threads
-      --replay TRACE      replay a recorded trace (format: harness/src/trace.rs)
-      --convert-strace LOG  convert an strace log to a trace (to --out FILE or stdout)
-      --out FILE          where --convert-strace writes
-  -h, --help              this text
-";
-
-impl Default for Options {
-    fn default() -> Self {
-        let n = cpus();
-        Options {
-            testcases: ALL.to_vec(),
-            threads: if n > 1 { vec![1, n] } else { vec![1] },
-            duration: Duration::from_secs(1),
-            warmup: Duration::from_millis(250),
-            pin: false,
-            repeat: 1,
-            progress: true,
-            csv: None,
-            json: None,
-            svg: None,
-            replay: None,
-            convert: None,
-            out: None,
-            help: false,
-        }
-    }
+fn testcase(s: &str) -> Result<Testcase, String> {
+    Testcase::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = ALL.iter().map(|t| t.name()).collect();
+        format!("unknown testcase `{s}` (one of: {})", names.join(", "))
+    })
 }
 
-fn seconds(opt: &str, v: &str) -> Result<Duration, String> {
-    match v.parse::<f64>() {
-        Ok(s) if s.is_finite() && (0.0..=3600.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
+fn seconds(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=3600.0).contains(&v) => Ok(Duration::from_secs_f64(v)),
         _ => Err(format!(
-            "{opt}: `{v}` is not a number of seconds between 0 and 3600"
+            "`{s}` is not a number of seconds between 0 and 3600"
         )),
     }
 }
 
-fn count(opt: &str, v: &str) -> Result<usize, String> {
-    match v.parse::<usize>() {
+fn thread_count(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
         Ok(n) if (1..=4096).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "{opt}: `{v}` is not a thread count between 1 and 4096"
-        )),
+        _ => Err(format!("`{s}` is not a thread count between 1 and 4096")),
     }
+}
+
+fn repeat_count(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=100).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not a repeat count between 1 and 100")),
+    }
+}
+
+/// wis: will-it-scale style runs of the lockref dcache, each seed before
+/// and after, in one process.
+#[derive(Parser, Debug)]
+#[command(name = "wis", version, after_help = EXAMPLES)]
+struct Cli {
+    /// Testcases, comma-separated [default: all].
+    #[arg(short = 't', long = "tests", value_delimiter = ',', value_parser = testcase, value_name = "LIST")]
+    tests: Vec<Testcase>,
+    /// Thread counts, comma-separated [default: 1 and the number of CPUs
+    /// this process may use].
+    #[arg(short = 'n', long, value_delimiter = ',', value_parser = thread_count, value_name = "LIST", conflicts_with = "sweep")]
+    threads: Vec<usize>,
+    /// Thread counts 1, 2, ..., N (a scaling run).
+    #[arg(long, value_parser = thread_count, value_name = "N")]
+    sweep: Option<usize>,
+    /// Measured seconds per run.
+    #[arg(short = 'd', long, allow_negative_numbers = true, value_parser = seconds, default_value = "1", value_name = "SECS")]
+    duration: Duration,
+    /// Warm-up seconds per run.
+    #[arg(short = 'w', long, allow_negative_numbers = true, value_parser = seconds, default_value = "0.25", value_name = "SECS")]
+    warmup: Duration,
+    /// Do not pin workers (by default each worker runs on its own CPU
+    /// among those this process may use, physical cores before SMT
+    /// siblings, as will-it-scale does; a failed pin is an error).
+    #[arg(long)]
+    no_pin: bool,
+    /// Runs per configuration; the median is reported.
+    #[arg(short = 'r', long, value_parser = repeat_count, default_value = "1", value_name = "N")]
+    repeat: usize,
+    /// No per-tick min/max/total lines.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    /// Write will-it-scale's runtest.py CSV (the idle column measured).
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Write JSON (schema in the harness README).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write an SVG plot: a panel per testcase, ops/s against threads.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Write the same plot as PNG.
+    #[arg(long, value_name = "FILE")]
+    png: Option<PathBuf>,
+    /// Replay a recorded trace (format: harness/src/trace/mod.rs) instead
+    /// of the testcases.
+    #[arg(long, value_name = "TRACE", conflicts_with = "convert_strace")]
+    replay: Option<PathBuf>,
+    /// Convert an strace log to a trace, then exit.
+    #[arg(long, value_name = "LOG")]
+    convert_strace: Option<PathBuf>,
+    /// Where --convert-strace writes [default: stdout].
+    #[arg(long, value_name = "FILE", requires = "convert_strace")]
+    out: Option<PathBuf>,
+    /// For --convert-strace: the directory the traced command started in,
+    /// for relative paths before its first chdir (not needed with a log
+    /// recorded with strace -y).
+    #[arg(long, value_name = "DIR", requires = "convert_strace")]
+    cwd: Option<String>,
 }
 
 impl Options {
@@ -108,76 +146,50 @@ impl Options {
     ///
     /// # Errors
     ///
-    /// A message naming the bad option or value.
-    pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Options, String> {
-        let mut o = Options::default();
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            let (name, inline) = match arg.split_once('=') {
-                Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
-                _ => (arg.clone(), None),
-            };
-            let mut value = |name: &str| -> Result<String, String> {
-                inline
-                    .clone()
-                    .or_else(|| args.next())
-                    .ok_or_else(|| format!("{name} needs a value"))
-            };
-            match name.as_str() {
-                "-t" | "--tests" => {
-                    let v = value(&name)?;
-                    o.testcases = v
-                        .split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(|s| {
-                            Testcase::from_name(s)
-                                .ok_or_else(|| format!("{name}: unknown testcase `{s}`"))
-                        })
-                        .collect::<Result<_, _>>()?;
-                    if o.testcases.is_empty() {
-                        return Err(format!("{name}: no testcase given"));
-                    }
+    /// clap's error naming the bad option or value; `--help` and
+    /// `--version` also come back as errors, which print their text
+    /// (`Error::exit` does the right thing for each).
+    pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Options, clap::Error> {
+        let cli = Cli::try_parse_from(std::iter::once("wis".to_string()).chain(args))?;
+        if cli.duration.is_zero() {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                "--duration must be more than 0\n",
+            ));
+        }
+        let threads = match (cli.sweep, cli.threads.is_empty()) {
+            (Some(n), _) => (1..=n).collect(),
+            (None, false) => cli.threads,
+            (None, true) => {
+                let n = crate::cpus::allowed().len();
+                if n > 1 {
+                    vec![1, n]
+                } else {
+                    vec![1]
                 }
-                "-n" | "--threads" => {
-                    let v = value(&name)?;
-                    o.threads = v
-                        .split(',')
-                        .map(|s| count(&name, s))
-                        .collect::<Result<_, _>>()?;
-                }
-                "--sweep" => {
-                    let n = count(&name, &value(&name)?)?;
-                    o.threads = (1..=n).collect();
-                }
-                "-d" | "--duration" => o.duration = seconds(&name, &value(&name)?)?,
-                "-w" | "--warmup" => o.warmup = seconds(&name, &value(&name)?)?,
-                "--pin" => o.pin = true,
-                "-r" | "--repeat" => {
-                    let v = value(&name)?;
-                    o.repeat = match v.parse::<usize>() {
-                        Ok(n) if (1..=100).contains(&n) => n,
-                        _ => {
-                            return Err(format!(
-                                "{name}: `{v}` is not a repeat count between 1 and 100"
-                            ))
-                        }
-                    };
-                }
-                "-q" | "--quiet" => o.progress = false,
-                "--csv" => o.csv = Some(value(&name)?),
-                "--json" => o.json = Some(value(&name)?),
-                "--svg" => o.svg = Some(value(&name)?),
-                "--replay" => o.replay = Some(value(&name)?),
-                "--convert-strace" => o.convert = Some(value(&name)?),
-                "--out" => o.out = Some(value(&name)?),
-                "-h" | "--help" => o.help = true,
-                other => return Err(format!("unknown option `{other}` (see --help)")),
             }
-        }
-        if o.duration.is_zero() {
-            return Err("--duration must be more than 0".into());
-        }
-        Ok(o)
+        };
+        Ok(Options {
+            testcases: if cli.tests.is_empty() {
+                ALL.to_vec()
+            } else {
+                cli.tests
+            },
+            threads,
+            duration: cli.duration,
+            warmup: cli.warmup,
+            pin: !cli.no_pin,
+            repeat: cli.repeat,
+            progress: !cli.quiet,
+            csv: cli.csv,
+            json: cli.json,
+            svg: cli.svg,
+            png: cli.png,
+            replay: cli.replay,
+            convert: cli.convert_strace,
+            out: cli.out,
+            cwd: cli.cwd,
+        })
     }
 
     /// The runner's configuration.
@@ -188,5 +200,11 @@ impl Options {
             pin: self.pin,
             progress: self.progress,
         }
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::parse(Vec::new()).expect("the defaults parse")
     }
 }

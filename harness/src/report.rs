@@ -45,186 +45,82 @@ pub fn summary(results: &[Measurement]) -> String {
     out
 }
 
-/// CSV with will-it-scale's `runtest.py` columns (`tasks, processes,
-/// processes_idle, threads, threads_idle, linear`), one row per thread
-/// count, prefixed by the testcase and variant. Only threads are run, so
-/// the process and idle columns are 0; `linear` is the one-task rate times
-/// the tasks.
-pub fn csv(results: &[Measurement]) -> String {
-    let mut out = String::from("testcase,variant,tasks,processes,processes_idle,threads,threads_idle,linear,min_thread,max_thread\n");
+/// A row of the CSV: will-it-scale's `runtest.py` columns for a threads
+/// run (`tasks`, `threads`, `threads_idle`, `linear`), prefixed by the
+/// testcase and variant, with each worker's slowest and fastest rate. The
+/// `processes` columns are left out (only threads are run) and
+/// `threads_idle` is measured (`/proc/stat`), empty where it could not be.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CsvRow {
+    /// Testcase name.
+    pub testcase: String,
+    /// Variant name.
+    pub variant: String,
+    /// Workers.
+    pub tasks: usize,
+    /// Operations per second, all workers.
+    pub threads: f64,
+    /// Idle CPU time during the run, percent.
+    pub threads_idle: Option<f64>,
+    /// The one-worker rate times the workers (empty without a 1-worker run).
+    pub linear: Option<f64>,
+    /// The slowest worker's operations per second.
+    pub min_thread: f64,
+    /// The fastest worker's operations per second.
+    pub max_thread: f64,
+}
+
+/// The one-worker rate of `m`'s testcase and variant, if it was run.
+fn one_worker(results: &[Measurement], m: &Measurement) -> Option<f64> {
+    results
+        .iter()
+        .find(|o| o.testcase == m.testcase && o.variant == m.variant && o.threads == 1)
+        .map(|o| o.total)
+}
+
+/// The CSV (see [`CsvRow`]), with a header.
+///
+/// # Errors
+///
+/// The csv crate's error (none for in-memory output in practice).
+pub fn csv(results: &[Measurement]) -> Result<String, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
     for m in results {
-        let one = results
-            .iter()
-            .find(|o| o.testcase == m.testcase && o.variant == m.variant && o.threads == 1)
-            .map_or(0.0, |o| o.total);
-        let _ = writeln!(
-            out,
-            "{},{},{},0,0,{:.0},0,{:.0},{:.0},{:.0}",
-            m.testcase,
-            m.variant.replace(',', ";"),
-            m.threads,
-            m.total,
-            one * m.threads as f64,
-            m.min,
-            m.max
-        );
+        w.serialize(CsvRow {
+            testcase: m.testcase.clone(),
+            variant: m.variant.clone(),
+            tasks: m.threads,
+            threads: m.total,
+            threads_idle: m.idle_percent,
+            linear: one_worker(results, m).map(|one| one * m.threads as f64),
+            min_thread: m.min,
+            max_thread: m.max,
+        })?;
     }
-    out
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8(bytes).expect("csv writes UTF-8"))
 }
 
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+/// The JSON document: `{"schema": 1, "machine": ..., "results": [...]}`,
+/// each result a [`Measurement`] (field names as in the struct).
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JsonReport {
+    /// The layout's version: 1.
+    pub schema: u32,
+    /// The machine, as the harness's first line names it.
+    pub machine: String,
+    /// Every run, in run order.
+    pub results: Vec<Measurement>,
 }
 
-/// The results as a JSON array of objects.
+/// The JSON document (see [`JsonReport`]), pretty-printed.
 pub fn json(results: &[Measurement], machine: &str) -> String {
-    let mut out = format!("{{\"machine\":{},\"results\":[", json_str(machine));
-    for (i, m) in results.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let _ = write!(
-            out,
-            "{{\"testcase\":{},\"variant\":{},\"threads\":{},\"ops_per_sec\":{:.1},\"min_thread\":{:.1},\"max_thread\":{:.1}}}",
-            json_str(&m.testcase),
-            json_str(&m.variant),
-            m.threads,
-            m.total,
-            m.min,
-            m.max
-        );
-    }
-    out.push_str("]}\n");
-    out
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-const COLORS: [&str; 6] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-];
-
-/// One SVG with a chart per testcase: ops/s against threads, a line per
-/// variant.
-pub fn svg(results: &[Measurement], machine: &str) -> String {
-    let mut testcases: Vec<&str> = Vec::new();
-    for m in results {
-        if !testcases.contains(&m.testcase.as_str()) {
-            testcases.push(&m.testcase);
-        }
-    }
-    let (w, h, pad) = (460.0, 300.0, 55.0);
-    let cols = 2;
-    let rows = testcases.len().div_ceil(cols).max(1);
-    let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n",
-        w * cols as f64,
-        h * rows as f64 + 30.0
-    );
-    let _ = writeln!(out, "<text x=\"10\" y=\"20\" font-size=\"14\">lockref harness: ops/s against threads ({})</text>", xml(machine));
-    for (i, tc) in testcases.iter().enumerate() {
-        let (ox, oy) = ((i % cols) as f64 * w, (i / cols) as f64 * h + 30.0);
-        let ms: Vec<&Measurement> = results.iter().filter(|m| m.testcase == *tc).collect();
-        let max_t = ms.iter().map(|m| m.threads).max().unwrap_or(1).max(2) as f64;
-        let max_y = ms.iter().map(|m| m.total).fold(1.0, f64::max) * 1.1;
-        let x = |t: f64| ox + pad + (t - 1.0) / (max_t - 1.0) * (w - 2.0 * pad);
-        let y = |v: f64| oy + h - pad - v / max_y * (h - 2.0 * pad);
-        let _ = writeln!(
-            out,
-            "<g><text x=\"{}\" y=\"{}\" font-size=\"13\">{}</text>",
-            ox + pad,
-            oy + 20.0,
-            xml(tc)
-        );
-        let _ = writeln!(
-            out,
-            "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/><line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{3}\" stroke=\"black\"/>",
-            ox + pad,
-            oy + h - pad,
-            ox + w - pad,
-            oy + pad
-        );
-        let _ = writeln!(
-            out,
-            "<text x=\"{}\" y=\"{}\">threads</text>",
-            ox + w / 2.0,
-            oy + h - 15.0
-        );
-        let _ = writeln!(
-            out,
-            "<text x=\"{}\" y=\"{}\">{:.3e} ops/s</text>",
-            ox + 5.0,
-            oy + pad - 8.0,
-            max_y
-        );
-        let mut variants: Vec<&str> = Vec::new();
-        for m in &ms {
-            if !variants.contains(&m.variant.as_str()) {
-                variants.push(&m.variant);
-            }
-        }
-        for (vi, v) in variants.iter().enumerate() {
-            let color = COLORS[vi % COLORS.len()];
-            let mut pts: Vec<(f64, f64)> = ms
-                .iter()
-                .filter(|m| m.variant == *v)
-                .map(|m| (x(m.threads as f64), y(m.total)))
-                .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let poly: Vec<String> = pts
-                .iter()
-                .map(|(px, py)| format!("{px:.1},{py:.1}"))
-                .collect();
-            let _ = writeln!(
-                out,
-                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
-                poly.join(" ")
-            );
-            for (px, py) in &pts {
-                let _ = writeln!(
-                    out,
-                    "<circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"3\" fill=\"{color}\"/>"
-                );
-            }
-            let _ = writeln!(
-                out,
-                "<text x=\"{}\" y=\"{}\" fill=\"{color}\">{}</text>",
-                ox + w - pad - 110.0,
-                oy + pad + 14.0 * vi as f64,
-                xml(v)
-            );
-        }
-        for t in ms
-            .iter()
-            .map(|m| m.threads)
-            .collect::<std::collections::BTreeSet<_>>()
-        {
-            let _ = writeln!(
-                out,
-                "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{t}</text>",
-                x(t as f64),
-                oy + h - pad + 14.0
-            );
-        }
-        out.push_str("</g>\n");
-    }
-    out.push_str("</svg>\n");
-    out
+    let report = JsonReport {
+        schema: 1,
+        machine: machine.into(),
+        results: results.to_vec(),
+    };
+    let mut text = serde_json::to_string_pretty(&report).expect("measurements serialize");
+    text.push('\n');
+    text
 }

@@ -17,14 +17,15 @@ pub struct RunConfig {
     pub duration: Duration,
     /// Time run before measuring.
     pub warmup: Duration,
-    /// Pin worker `i` to CPU `i mod ncpu`.
+    /// Pin worker `i` to the `i`-th CPU of [`cpus::worker_cpus`]
+    /// (around again past the last).
     pub pin: bool,
     /// Print the per-tick min/max/total lines.
     pub progress: bool,
 }
 
-/// One run's result.
-#[derive(Clone, Debug, PartialEq)]
+/// One run's result (and one element of the JSON's `results`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
     /// Testcase name.
     pub testcase: String,
@@ -38,6 +39,10 @@ pub struct Measurement {
     pub min: f64,
     /// The fastest worker's operations per second.
     pub max: f64,
+    /// The share of the machine's CPU time that was idle during the
+    /// measured time, in percent (`/proc/stat`); `None` where it cannot be
+    /// read.
+    pub idle_percent: Option<f64>,
 }
 
 /// Why a run failed.
@@ -47,6 +52,10 @@ pub enum RunError {
     Op(Errno),
     /// Writing progress failed.
     Io(std::io::Error),
+    /// A worker could not be pinned.
+    Pin(cpus::PinError),
+    /// A trace's replay did not reproduce itself.
+    Replay(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -54,27 +63,15 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Op(e) => write!(f, "loop body failed: {e}"),
             RunError::Io(e) => write!(f, "writing output: {e}"),
+            RunError::Pin(e) => write!(f, "{e}"),
+            RunError::Replay(e) => write!(f, "replay: {e}"),
         }
     }
 }
 
 impl std::error::Error for RunError {}
 
-/// Pins the calling thread to `cpu` (Linux); elsewhere does nothing.
-pub fn pin_to(cpu: usize) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: `set` is a plain bitmask on our stack, sized as the call
-    // expects; pid 0 is the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cpu;
-}
-
-pub use lockref_measure::cpus;
+use crate::cpus;
 
 /// Runs `body(worker)` in a loop on `threads` workers, each first built by
 /// `make(worker)`, for `cfg.warmup` then `cfg.duration`, printing one line
@@ -95,28 +92,35 @@ where
         .map(|_| CachePadded::new(AtomicU64::new(0)))
         .collect();
     let stop = AtomicBool::new(false);
-    let failure: Mutex<Option<Errno>> = Mutex::new(None);
-    let ncpu = cpus();
+    let failure: Mutex<Option<RunError>> = Mutex::new(None);
+    let placement = if cfg.pin {
+        cpus::worker_cpus()
+    } else {
+        Vec::new()
+    };
     let result = thread::scope(|s| {
         for t in 0..threads {
             let (counters, stop, failure, make, body) = (&counters, &stop, &failure, &make, &body);
+            let cpu = (!placement.is_empty()).then(|| placement[t % placement.len()]);
             s.spawn(move || {
-                if cfg.pin {
-                    pin_to(t % ncpu);
-                }
                 let fail = |e| {
                     *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                     stop.store(true, Ordering::Relaxed);
                 };
+                if let Some(cpu) = cpu {
+                    if let Err(e) = cpus::pin_to(cpu) {
+                        return fail(RunError::Pin(e));
+                    }
+                }
                 let worker = match make(t) {
                     Ok(w) => w,
-                    Err(e) => return fail(e),
+                    Err(e) => return fail(RunError::Op(e)),
                 };
                 // Relaxed: the flag only ends the loop; counters are read
                 // as totals.
                 while !stop.load(Ordering::Relaxed) {
                     if let Err(e) = body(&worker) {
-                        return fail(e);
+                        return fail(RunError::Op(e));
                     }
                     counters[t].fetch_add(1, Ordering::Relaxed);
                 }
@@ -130,6 +134,7 @@ where
         };
         thread::sleep(cfg.warmup);
         let start = snapshot();
+        let cpu_start = cpus::CpuTimes::now();
         let t0 = Instant::now();
         let tick = Duration::from_millis(250).min(cfg.duration.max(Duration::from_millis(1)));
         let mut last = start.clone();
@@ -162,13 +167,16 @@ where
         }
         let end = snapshot();
         let secs = t0.elapsed().as_secs_f64();
+        let idle = cpu_start
+            .zip(cpus::CpuTimes::now())
+            .and_then(|(a, b)| a.idle_percent(b));
         stop.store(true, Ordering::Relaxed);
-        io.map(|()| (start, end, secs))
+        io.map(|()| (start, end, secs, idle))
     });
-    if let Some(e) = *failure.lock().unwrap_or_else(|p| p.into_inner()) {
-        return Err(RunError::Op(e));
+    if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
     }
-    let (start, end, secs) = result.map_err(RunError::Io)?;
+    let (start, end, secs, idle_percent) = result.map_err(RunError::Io)?;
     let rates = rates(&end, &start, secs);
     let (min, max) = lockref_measure::min_max(&rates).unwrap_or((0.0, 0.0));
     Ok(Measurement {
@@ -178,6 +186,7 @@ where
         total: rates.iter().sum(),
         min,
         max,
+        idle_percent,
     })
 }
 

@@ -21,36 +21,57 @@ fn options_parse_and_reject() {
     assert_eq!(d.testcases, ALL.to_vec());
     assert_eq!(d.threads[0], 1);
     assert_eq!(d.duration, Duration::from_secs(1));
+    assert!(d.pin, "pinned by default, as will-it-scale");
     let o = Options::parse(args(
-        "-t open3,lockref -n 1,4 -d 0.5 -w 0 --pin -q --csv a.csv --json=b.json --svg c.svg",
+        "-t open3,lockref -n 1,4 -d 0.5 -w 0 --no-pin -q --csv a.csv --json=b.json --svg c.svg --png d.png",
     ))
     .unwrap();
     assert_eq!(o.testcases, vec![Testcase::Open3, Testcase::Lockref]);
     assert_eq!(o.threads, vec![1, 4]);
     assert_eq!(o.duration, Duration::from_millis(500));
-    assert!(o.pin && !o.progress);
+    assert!(!o.pin && !o.progress);
+    let path = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
     assert_eq!(
-        (o.csv.as_deref(), o.json.as_deref(), o.svg.as_deref()),
-        (Some("a.csv"), Some("b.json"), Some("c.svg"))
+        (path(&o.csv), path(&o.json), path(&o.svg), path(&o.png)),
+        (
+            Some("a.csv".into()),
+            Some("b.json".into()),
+            Some("c.svg".into()),
+            Some("d.png".into())
+        )
     );
     assert_eq!(
         Options::parse(args("--sweep 4")).unwrap().threads,
         vec![1, 2, 3, 4]
     );
-    for (bad, says) in [
-        ("--frobnicate", "unknown option"),
-        ("-t nosuch", "unknown testcase `nosuch`"),
-        ("-n 0", "not a thread count"),
-        ("-n two", "not a thread count"),
-        ("-d -1", "not a number of seconds"),
-        ("-d 0", "more than 0"),
-        ("--csv", "needs a value"),
-        ("--sweep 100000", "not a thread count"),
-        ("--repeat 0", "not a repeat count"),
+    for (bad, names, says) in [
+        ("--frobnicate", "--frobnicate", "unexpected argument"),
+        ("-t nosuch", "--tests", "unknown testcase `nosuch`"),
+        ("-n 0", "--threads", "not a thread count"),
+        ("-n two", "--threads", "not a thread count"),
+        ("-d -1", "--duration", "not a number of seconds"),
+        ("-d 0", "--duration", "more than 0"),
+        ("--csv", "--csv", "a value is required"),
+        ("--sweep 100000", "--sweep", "not a thread count"),
+        ("--repeat 0", "--repeat", "not a repeat count"),
+        ("-n 1 --sweep 2", "--sweep", "cannot be used with"),
+        ("--out x", "--out", "--convert-strace"),
     ] {
-        let e = Options::parse(args(bad)).unwrap_err();
-        assert!(e.contains(says), "{bad}: {e}");
+        let e = Options::parse(args(bad)).unwrap_err().to_string();
+        assert!(e.contains(names) && e.contains(says), "{bad}: {e}");
     }
+    // --help shows the defaults and the examples.
+    let help = Options::parse(args("--help")).unwrap_err();
+    assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+    let help = help.to_string();
+    assert!(
+        help.contains("[default: 1]") && help.contains("[default: 0.25]"),
+        "{help}"
+    );
+    assert!(
+        help.contains("Examples:") && help.contains("--sweep 16"),
+        "{help}"
+    );
 }
 
 #[test]
@@ -185,7 +206,7 @@ fn quick() -> Options {
 }
 
 #[test]
-fn runs_produce_well_formed_outputs() {
+fn runs_produce_outputs_that_parse_back() {
     let mut opts = quick();
     opts.testcases = vec![Testcase::Open3, Testcase::Lockref];
     let mut out = Vec::new();
@@ -196,26 +217,74 @@ fn runs_produce_well_formed_outputs() {
     let summary = report::summary(&results);
     assert!(summary.contains("open3") && summary.contains("consume") && summary.contains("+39%"));
 
-    let csv = report::csv(&results);
-    let mut lines = csv.lines();
+    // CSV: the header, and every row back to the numbers measured.
+    let csv = report::csv(&results).unwrap();
     assert_eq!(
-        lines.next(),
-        Some("testcase,variant,tasks,processes,processes_idle,threads,threads_idle,linear,min_thread,max_thread")
+        csv.lines().next(),
+        Some("testcase,variant,tasks,threads,threads_idle,linear,min_thread,max_thread")
     );
-    let rows: Vec<&str> = lines.collect();
+    let rows: Vec<report::CsvRow> = csv::Reader::from_reader(csv.as_bytes())
+        .deserialize()
+        .collect::<Result<_, _>>()
+        .unwrap();
     assert_eq!(rows.len(), 12);
-    assert!(rows.iter().all(|r| r.split(',').count() == 10));
+    for (row, m) in rows.iter().zip(&results) {
+        assert_eq!(
+            (&row.testcase, &row.variant, row.tasks),
+            (&m.testcase, &m.variant, m.threads)
+        );
+        assert_eq!(
+            (row.threads, row.min_thread, row.max_thread),
+            (m.total, m.min, m.max)
+        );
+        assert_eq!(row.threads_idle, m.idle_percent);
+        let one = results
+            .iter()
+            .find(|o| o.testcase == m.testcase && o.variant == m.variant && o.threads == 1)
+            .unwrap();
+        assert_eq!(row.linear, Some(one.total * m.threads as f64));
+    }
+    // The idle column is measured here (Linux has /proc/stat).
+    assert!(results
+        .iter()
+        .all(|m| m.idle_percent.is_some_and(|i| (0.0..=100.0).contains(&i))));
 
-    let json = report::json(&results, "test machine");
-    assert!(json.starts_with("{\"machine\":\"test machine\",\"results\":["));
-    assert_eq!(json.matches('{').count(), json.matches('}').count());
-    assert_eq!(json.matches("\"testcase\"").count(), 12);
+    // JSON: the schema, and every result back.
+    let json = report::json(&results, "test machine \"quoted\"");
+    let back: report::JsonReport = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.schema, 1);
+    assert_eq!(back.machine, "test machine \"quoted\"");
+    assert_eq!(back.results, results);
 
-    let svg = report::svg(&results, "m<&>");
-    assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
-    assert_eq!(svg.matches("<g>").count(), svg.matches("</g>").count());
-    assert_eq!(svg.matches("<polyline").count(), 2 + 4);
-    assert!(svg.contains("m&lt;&amp;&gt;"), "text is escaped");
+    // The plots: SVG that parses as XML with a panel per testcase, and a
+    // PNG that decodes to the drawn size.
+    let dir = tempfile::tempdir().unwrap();
+    let (svg, png) = (dir.path().join("p.svg"), dir.path().join("p.png"));
+    lockref_harness::plot::svg(&svg, &results, "m<&>").unwrap();
+    lockref_harness::plot::png(&png, &results, "machine").unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+    for want in [
+        "open3",
+        "lockref",
+        "threads",
+        "ops/s",
+        "consume",
+        "get/put: linear",
+        "m<&>",
+    ] {
+        assert!(
+            texts.iter().any(|t| t.contains(want)),
+            "no `{want}` in the SVG"
+        );
+    }
+    let decoder = png::Decoder::new(std::fs::File::open(&png).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (1120, 380 + 36));
+    assert!(buf.iter().any(|&b| b != 255), "the PNG is not blank");
 }
 
 #[test]
@@ -233,6 +302,7 @@ fn repeat_reports_the_median_run() {
         total: t,
         min: t,
         max: t,
+        idle_percent: None,
     };
     assert_eq!(
         lockref_harness::median(vec![m(3.0), m(1.0), m(2.0)]).total,
@@ -261,7 +331,7 @@ fn a_failing_body_is_an_error_not_a_panic() {
     let cfg = RunConfig {
         duration: Duration::from_millis(20),
         warmup: Duration::ZERO,
-        pin: true,
+        pin: false,
         progress: false,
     };
     let r: Result<Measurement, RunError> = runner::run(
@@ -304,32 +374,112 @@ fn trace_parses_good_lines_and_names_bad_ones() {
 
 #[test]
 fn strace_converter_handles_real_line_shapes() {
-    let log = r#"10525 openat(AT_FDCWD, "/etc/ld.so.cache", O_RDONLY|O_CLOEXEC) = 3
-[pid 42] openat(AT_FDCWD, "/usr/local/include/stdio.h", O_RDONLY|O_NOCTTY) = -1 ENOENT (No such file or directory)
-10526 newfstatat(AT_FDCWD, "/usr/lib", {st_mode=S_IFDIR|0755, st_size=4096, ...}, 0) = 0
-10526 openat(AT_FDCWD, "/tmp/cc1.s", O_RDWR|O_CREAT|O_EXCL, 0600) = 4
-10527 openat(AT_FDCWD, "/secret", O_RDONLY) = -1 EACCES (Permission denied)
-10527 openat(AT_FDCWD, "/slow", O_RDONLY <unfinished ...>
-10527 <... openat resumed>) = 5
-10528 newfstatat(3, "", {st_mode=S_IFREG|0644, ...}, AT_EMPTY_PATH) = 0
-10528 read(3, "x", 1) = 1
-10528 +++ exited with 0 +++
-stat("hello.c", {st_mode=S_IFREG|0644, st_size=12, ...}) = 0
+    // The shapes strace prints: pid columns both ways, AT_FDCWD and fds
+    // with and without -y paths, relative paths after chdir and fchdir,
+    // inheritance across clone/vfork, calls split across pids, padding
+    // before `=`, errno the dcache does not model, signals and exits.
+    let log = r#"100 openat(AT_FDCWD, "/etc/ld.so.cache", O_RDONLY|O_CLOEXEC) = 3
+100 close(3)                        = 0
+100 chdir("/src/proj")              = 0
+100 openat(AT_FDCWD, "include", O_RDONLY|O_DIRECTORY) = 4
+100 openat(4, "stdio.h", O_RDONLY|O_NOCTTY) = -1 ENOENT (No such file or directory)
+100 newfstatat(4, "../README", {st_mode=S_IFREG|0644, ...}, 0) = 0
+100 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD) = 101
+[pid   101] openat(AT_FDCWD, "main.c", O_RDONLY <unfinished ...>
+[pid   100] stat("Cargo.toml", {st_mode=S_IFREG|0644, ...}) = 0
+[pid   101] <... openat resumed>)    = 5
+101 fchdir(4)                        = 0
+101 openat(AT_FDCWD, "local.h", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 6
+102 openat(AT_FDCWD</opt>, "lib/x.so", O_RDONLY) = 3</opt/lib/x.so>
+102 newfstatat(3</opt/lib/x.so>, "", {st_mode=S_IFREG|0755, ...}, AT_EMPTY_PATH) = 0
+102 openat(7</usr/include>, "a b.h", O_RDONLY) = -1 ENOENT (No such file or directory)
+100 openat(AT_FDCWD, "/secret", O_RDONLY) = -1 EACCES (Permission denied)
+103 openat(9, "x", O_RDONLY) = 3
+100 read(3, "x", 1) = 1
+100 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED} ---
+101 +++ exited with 0 +++
 "#;
-    let c = trace::convert_strace(log);
-    let ops = trace::parse(&c.trace).unwrap();
-    let lines: Vec<String> = ops.iter().map(ToString::to_string).collect();
+    let c = trace::convert_strace(log, None);
+    assert!(c.malformed.is_empty(), "{:?}", c.malformed);
+    let lines: Vec<String> = trace::parse(&c.trace)
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(
         lines,
         [
             "open /etc/ld.so.cache O_RDONLY 0",
-            "open /usr/local/include/stdio.h O_RDONLY ENOENT",
-            "stat /usr/lib - 0",
-            "open /tmp/cc1.s O_RDWR|O_CREAT|O_EXCL 0",
-            "stat hello.c - 0",
+            "open /src/proj/include O_RDONLY|O_DIRECTORY 0",
+            "open /src/proj/include/stdio.h O_RDONLY ENOENT",
+            "stat /src/proj/include/../README - 0",
+            "stat /src/proj/Cargo.toml - 0",
+            "open /src/proj/main.c O_RDONLY 0",
+            "open /src/proj/include/local.h O_WRONLY|O_CREAT 0",
+            "open /opt/lib/x.so O_RDONLY 0",
+            "stat /opt/lib/x.so - 0",
         ]
     );
-    assert_eq!((c.ops, c.skipped), (5, 6));
+    assert_eq!(c.resolved_relative, 8);
+    let skipped = |reason: &str| c.skipped.get(reason).copied().unwrap_or(0);
+    assert_eq!(
+        skipped("path with whitespace (the trace format splits on it)"),
+        1
+    );
+    assert_eq!(skipped("errno EACCES (not modelled)"), 1);
+    assert_eq!(
+        skipped("relative to a directory fd opened before the log or not traced"),
+        1
+    );
+    assert_eq!(skipped("other system call `read`"), 1);
+    assert_eq!(skipped("signal or exit"), 2);
+    assert!(
+        c.report()
+            .contains("9 operations written (8 with a relative path"),
+        "{}",
+        c.report()
+    );
+
+    // Without -y or a chdir, a relative path needs the starting directory.
+    let c = trace::convert_strace("1 stat(\"a\", {...}) = 0\n", None);
+    assert_eq!(c.ops, 0);
+    assert!(
+        c.report().contains("unknown working directory"),
+        "{}",
+        c.report()
+    );
+    let c = trace::convert_strace("1 stat(\"a\", {...}) = 0\n", Some("/home/u"));
+    assert_eq!(c.trace.lines().nth(1), Some("stat /home/u/a - 0"));
+}
+
+#[test]
+fn strace_converter_names_malformed_lines_by_number() {
+    let log = "1 openat(AT_FDCWD, \"/ok\", O_RDONLY) = 3\n\
+               1 openat(AT_FDCWD, \"/cut, O_RDONLY) = 3\n\
+               1 openat(AT_FDCWD, \"/a\", O_RDONLY) = what\n\
+               1 <... openat resumed>) = 3\n\
+               garbage\n\
+               1 openat(AT_FDCWD, \"/b\", O_RDONLY\n";
+    let c = trace::convert_strace(log, None);
+    assert_eq!(c.ops, 1);
+    let lines: Vec<usize> = c.malformed.iter().map(|e| e.line).collect();
+    assert_eq!(lines, [2, 3, 4, 5, 6], "{:?}", c.malformed);
+    assert!(
+        c.malformed[0].what.contains("unterminated string"),
+        "{:?}",
+        c.malformed[0]
+    );
+    assert!(
+        c.malformed[1].what.contains("neither a number"),
+        "{:?}",
+        c.malformed[1]
+    );
+    assert!(
+        c.malformed[2].what.contains("never started"),
+        "{:?}",
+        c.malformed[2]
+    );
+    assert!(c.report().contains("malformed: line 2:"), "{}", c.report());
 }
 
 #[test]
@@ -337,27 +487,134 @@ fn shipped_trace_is_the_conversion_of_the_shipped_log() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/");
     let log = std::fs::read_to_string(format!("{dir}gcc-hello.strace")).unwrap();
     let shipped = std::fs::read_to_string(format!("{dir}gcc-hello.trace")).unwrap();
-    assert_eq!(trace::convert_strace(&log).trace, shipped);
+    let c = trace::convert_strace(&log, None);
+    assert_eq!(c.trace, shipped);
+    assert!(c.malformed.is_empty());
+    // Recorded with -y: every relative path resolved (gcc's header search
+    // and the driver's temporaries), none skipped for want of a directory.
+    assert!(c.resolved_relative > 100, "{}", c.report());
+    assert!(!c.report().contains("relative to"), "{}", c.report());
     let ops = trace::parse(&shipped).unwrap();
     assert!(ops.len() > 500);
-    assert!(ops.iter().filter(|o| o.result == Err(Errno::NoEnt)).count() > 300);
+    assert!(ops.iter().filter(|o| o.result == Err(Errno::NoEnt)).count() > 100);
 }
 
 #[test]
-fn replay_runs_before_and_after_and_matches_the_trace() {
+fn replay_reproduces_the_shipped_trace_on_every_pass() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/");
     let ops =
         trace::parse(&std::fs::read_to_string(format!("{dir}gcc-hello.trace")).unwrap()).unwrap();
     let cache = lockref_dcache::Dcache::new(Default::default());
-    trace::populate(&cache, &ops).unwrap();
-    let diff = trace::first_pass_mismatches(&cache, &ops);
-    // Only what cannot repeat: O_EXCL temporaries, and a stat of the
-    // output before it was written.
-    assert!(diff.len() <= 8, "{} mismatches", diff.len());
+    let tree = trace::populate(&cache, &ops).unwrap();
+    for pass in 0..3 {
+        let diff = trace::verify_pass(&cache, &tree, &ops);
+        assert!(diff.is_empty(), "pass {pass}: {diff:?}");
+    }
+    cache.check_balanced().unwrap();
     let mut out = Vec::new();
     let results = run_replay(&ops, &quick(), &mut out).unwrap();
     assert_eq!(results.len(), 4);
     assert!(results
         .iter()
         .all(|m| m.testcase == "replay" && m.total > 0.0));
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("0 differ from the recorded results on every pass"),
+        "{text}"
+    );
+}
+
+#[test]
+fn replay_names_what_it_cannot_reproduce_and_resets_each_pass() {
+    // A name created with O_EXCL (succeeds once per pass only if the pass
+    // is reset), and a stat that saw a file the trace never made.
+    let ops = trace::parse(
+        "stat /t/x - ENOENT\nopen /t/x O_WRONLY|O_CREAT|O_EXCL 0\nstat /t/x - 0\nstat /t/made-elsewhere - 0\nstat /t/gone - ENOENT\nopen /t/gone O_RDONLY 0\n",
+    )
+    .unwrap();
+    let cache = lockref_dcache::Dcache::new(Default::default());
+    let tree = trace::populate(&cache, &ops).unwrap();
+    let first = trace::verify_pass(&cache, &tree, &ops);
+    let second = trace::verify_pass(&cache, &tree, &ops);
+    assert_eq!(first, second, "every pass alike");
+    // Only the last line: /t/gone was missing, then opened (made by a call
+    // the trace does not hold).
+    let keys: Vec<_> = first.keys().cloned().collect();
+    assert_eq!(
+        keys,
+        [("open".to_string(), "0".to_string(), "ENOENT".to_string())]
+    );
+    assert!(
+        trace::difference_reason("0", "ENOENT").contains("made by a call the trace does not hold")
+    );
+}
+
+#[test]
+fn workers_take_physical_cores_before_smt_siblings() {
+    use lockref_harness::cpus::placement_order;
+    // Four cores with two threads each, siblings numbered n and n+4.
+    let core = |cpu: usize| Some((0, (cpu % 4) as u32));
+    assert_eq!(
+        placement_order(&[0, 1, 2, 3, 4, 5, 6, 7], core),
+        [0, 1, 2, 3, 4, 5, 6, 7]
+    );
+    // Siblings adjacent (0,1 on core 0, ...): cores first all the same.
+    let adjacent = |cpu: usize| Some((0, (cpu / 2) as u32));
+    assert_eq!(
+        placement_order(&[0, 1, 2, 3, 4, 5], adjacent),
+        [0, 2, 4, 1, 3, 5]
+    );
+    // Only some CPUs allowed; no topology: as given.
+    assert_eq!(placement_order(&[1, 3, 4], adjacent), [1, 3, 4]);
+    assert_eq!(placement_order(&[5, 2], |_| None), [5, 2]);
+}
+
+#[test]
+fn pinning_uses_allowed_cpus_and_a_failed_pin_is_an_error() {
+    use lockref_harness::cpus;
+    let allowed = cpus::allowed();
+    assert!(!allowed.is_empty());
+    assert_eq!(cpus::worker_cpus().len(), allowed.len());
+    // On a thread of its own: pinning sticks to the calling thread.
+    std::thread::spawn(move || {
+        cpus::pin_to(allowed[0]).unwrap();
+        let e = cpus::pin_to(100_000).unwrap_err();
+        assert_eq!(e.cpu, 100_000);
+        assert!(e.to_string().contains("--no-pin"));
+    })
+    .join()
+    .unwrap();
+    // A pinned run works on the allowed CPUs.
+    assert!(runner::run(
+        ("x", "y"),
+        1,
+        &RunConfig {
+            duration: Duration::from_millis(5),
+            warmup: Duration::ZERO,
+            pin: true,
+            progress: false
+        },
+        &mut Vec::new(),
+        |_| Ok(()),
+        |()| Ok(()),
+    )
+    .is_ok());
+}
+
+#[test]
+fn idle_share_comes_from_proc_stat() {
+    use lockref_harness::cpus::CpuTimes;
+    let a = CpuTimes::parse("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4\n").unwrap();
+    let b = CpuTimes::parse("cpu  200 0 100 1000 100 0 0 0 0 0\n").unwrap();
+    assert_eq!(
+        a,
+        CpuTimes {
+            idle: 850,
+            total: 1000
+        }
+    );
+    assert_eq!(a.idle_percent(b), Some(62.5));
+    assert_eq!(a.idle_percent(a), None, "no time passed");
+    assert_eq!(CpuTimes::parse("intr 1 2 3\n"), None);
+    assert!(CpuTimes::now().is_some());
 }

@@ -1,6 +1,6 @@
 //! Recorded traces of path operations: the format and its parser (here),
-//! the converter from `strace` logs ([`convert_strace`]), and the replay through the
-//! dcache ([`replay()`]).
+//! the converter from `strace` logs ([`convert_strace`]), and the replay
+//! through the dcache ([`replay()`], [`Pass`], [`verify_pass`]).
 //!
 //! # Format
 //!
@@ -29,7 +29,9 @@ use lockref_dcache::{Errno, OpenFlags};
 mod replay;
 mod strace;
 
-pub use replay::{first_pass_mismatches, populate, replay, replay_one};
+pub use replay::{
+    difference_reason, populate, replay, verify_pass, Differences, Pass, StartingTree,
+};
 pub use strace::{convert_strace, Converted};
 
 /// One traced operation.

@@ -1,100 +1,509 @@
 //! Converting an `strace` log to a trace.
+//!
+//! Relative paths are resolved as the kernel did: against the directory
+//! fd of an `*at` call, or the process's working directory. The converter
+//! follows each process's working directory (`chdir`, `fchdir`) and its
+//! open directories (the results of earlier `open`/`openat`, forgotten at
+//! `close`), both inherited by children (`clone`, `clone3`, `fork`,
+//! `vfork`); with `strace -y` every fd also carries its path (`3</usr>`),
+//! which is used directly. A call split by another process's output
+//! (`<unfinished ...>`, then `<... openat resumed>`) is joined back. What
+//! still cannot become a trace line is counted by reason.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 
 use lockref_dcache::OpenFlags;
 
-use super::{errno_by_name, Op, OpKind};
+use super::{errno_by_name, Op, OpKind, ParseError};
 
 /// What [`convert_strace`] made of a log.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Converted {
-    /// The trace, in the format above.
+    /// The trace, in the format of [`super`].
     pub trace: String,
     /// Operations written.
     pub ops: usize,
-    /// Lines skipped: other syscalls, signals, split (`unfinished` /
-    /// `resumed`) calls, errors the dcache does not model, paths with
-    /// spaces.
-    pub skipped: usize,
+    /// Lines not written, by reason.
+    pub skipped: BTreeMap<String, usize>,
+    /// Lines that look like system calls but could not be read, with
+    /// their line numbers.
+    pub malformed: Vec<ParseError>,
+    /// Of the operations written, those whose path was relative (to the
+    /// working directory or a directory fd) and was resolved.
+    pub resolved_relative: usize,
 }
 
-/// Converts an `strace -f -e trace=open,openat,stat,lstat,newfstatat,statx`
-/// log to a trace. Relative paths are kept (they replay from the root).
-pub fn convert_strace(log: &str) -> Converted {
+impl Converted {
+    /// Lines skipped, all reasons.
+    pub fn skipped_total(&self) -> usize {
+        self.skipped.values().sum()
+    }
+
+    /// A report for people: what was written, what was skipped and why,
+    /// the first malformed lines.
+    pub fn report(&self) -> String {
+        let mut out = format!(
+            "{} operations written ({} with a relative path, resolved); {} lines skipped, {} malformed\n",
+            self.ops,
+            self.resolved_relative,
+            self.skipped_total(),
+            self.malformed.len()
+        );
+        let mut reasons: Vec<(&String, &usize)> = self.skipped.iter().collect();
+        reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (reason, n) in reasons {
+            let _ = writeln!(out, "  skipped {n:>7}  {reason}");
+        }
+        for e in self.malformed.iter().take(10) {
+            let _ = writeln!(out, "  malformed: {e}");
+        }
+        if self.malformed.len() > 10 {
+            let _ = writeln!(
+                out,
+                "  ... and {} more malformed lines",
+                self.malformed.len() - 10
+            );
+        }
+        out
+    }
+
+    fn skip(&mut self, reason: impl Into<String>) {
+        *self.skipped.entry(reason.into()).or_default() += 1;
+    }
+}
+
+/// A process's view of paths: its working directory and its open fds.
+#[derive(Clone, Debug, Default)]
+struct Process {
+    cwd: Option<String>,
+    fds: HashMap<i64, String>,
+}
+
+/// A directory-fd argument or a returned fd, with `-y`'s path if shown.
+#[derive(Clone, Debug, PartialEq)]
+enum Fd {
+    Cwd(Option<String>),
+    Num(i64, Option<String>),
+}
+
+struct State<'a> {
+    procs: HashMap<u32, Process>,
+    /// Calls waiting for their `resumed` half, by pid.
+    pending: HashMap<u32, String>,
+    first_cwd: Option<&'a str>,
+    first_pid_seen: bool,
+}
+
+impl State<'_> {
+    fn process(&mut self, pid: u32) -> &mut Process {
+        if !self.procs.contains_key(&pid) {
+            // The first process is the traced command, started in the
+            // given directory; any other that appears without a fork line
+            // starts unknown.
+            let cwd = if self.first_pid_seen {
+                None
+            } else {
+                self.first_cwd.map(String::from)
+            };
+            self.first_pid_seen = true;
+            self.procs.insert(
+                pid,
+                Process {
+                    cwd,
+                    fds: HashMap::new(),
+                },
+            );
+        }
+        self.procs.get_mut(&pid).expect("just inserted")
+    }
+
+    /// The absolute path `path` names relative to `dirfd` in `pid`.
+    fn resolve(&mut self, pid: u32, dirfd: &Fd, path: &str) -> Result<String, &'static str> {
+        if path.starts_with('/') {
+            return Ok(path.into());
+        }
+        let proc = self.process(pid);
+        let base = match dirfd {
+            Fd::Cwd(Some(p)) | Fd::Num(_, Some(p)) => p.clone(),
+            Fd::Cwd(None) => proc.cwd.clone().ok_or(
+                "relative to an unknown working directory (give --cwd, or record with -y)",
+            )?,
+            Fd::Num(n, None) => proc
+                .fds
+                .get(n)
+                .cloned()
+                .ok_or("relative to a directory fd opened before the log or not traced")?,
+        };
+        Ok(join(&base, path))
+    }
+}
+
+fn join(base: &str, rel: &str) -> String {
+    if rel.is_empty() {
+        return base.into();
+    }
+    if base.ends_with('/') {
+        format!("{base}{rel}")
+    } else {
+        format!("{base}/{rel}")
+    }
+}
+
+/// Converts an `strace -f` log (`-y` recommended) to a trace. `cwd` is the
+/// directory the traced command started in, for relative paths before any
+/// `chdir` (unknown without it or `-y`).
+pub fn convert_strace(log: &str, cwd: Option<&str>) -> Converted {
     let mut out = Converted {
         trace: String::from("# converted from an strace log: <op> <path> <flags> <result>\n"),
         ..Converted::default()
     };
-    for line in log.lines() {
-        match convert_line(line) {
-            Some(op) => {
-                out.trace.push_str(&op.to_string());
-                out.trace.push('\n');
-                out.ops += 1;
-            }
-            None => out.skipped += 1,
+    let mut state = State {
+        procs: HashMap::new(),
+        pending: HashMap::new(),
+        first_cwd: cwd,
+        first_pid_seen: false,
+    };
+    for (i, line) in log.lines().enumerate() {
+        let number = i + 1;
+        if line.trim().is_empty() {
+            continue;
         }
+        if let Err(what) = convert_line(&mut state, &mut out, line) {
+            out.malformed.push(ParseError { line: number, what });
+        }
+    }
+    for _ in state.pending.drain() {
+        out.skip("unfinished call never resumed");
     }
     out
 }
 
-/// One strace line to an operation, if it is one the trace models.
-fn convert_line(line: &str) -> Option<Op> {
-    // Strip `[pid 123] `, or a leading pid column (`strace -f -o`).
-    let mut rest = line.trim_start();
+/// Splits the pid column off (`[pid 12] ` or `12 `); pid 0 without one.
+fn split_pid(line: &str) -> (u32, &str) {
+    let rest = line.trim_start();
     if let Some(r) = rest.strip_prefix("[pid") {
-        rest = r.split_once(']')?.1.trim_start();
-    } else if rest.starts_with(|c: char| c.is_ascii_digit()) {
-        let (pid, r) = rest.split_once(char::is_whitespace)?;
-        if pid.chars().all(|c| c.is_ascii_digit()) {
-            rest = r.trim_start();
+        if let Some((pid, r)) = r.split_once(']') {
+            if let Ok(pid) = pid.trim().parse() {
+                return (pid, r.trim_start());
+            }
+        }
+    } else if let Some((pid, r)) = rest.split_once(char::is_whitespace) {
+        if let Ok(pid) = pid.parse() {
+            return (pid, r.trim_start());
         }
     }
-    if rest.contains("<unfinished") || rest.starts_with("<...") {
-        return None;
+    (0, rest)
+}
+
+fn convert_line(state: &mut State<'_>, out: &mut Converted, line: &str) -> Result<(), String> {
+    let (pid, rest) = split_pid(line);
+    if rest.starts_with("---") || rest.starts_with("+++") {
+        out.skip("signal or exit");
+        return Ok(());
     }
-    let (name, args) = rest.split_once('(')?;
-    let (args, result) = args.rsplit_once(") = ")?;
-    let path = quoted(args)?;
-    if path.contains(char::is_whitespace) || path.is_empty() {
-        return None;
-    }
-    let result = result.trim();
-    let result = if result.starts_with("-1 ") {
-        let errno = result.split_whitespace().nth(1)?;
-        Err(errno_by_name(errno)?)
-    } else if result.starts_with(|c: char| c.is_ascii_digit()) {
-        Ok(())
+    let joined;
+    let call = if let Some(start) = rest.strip_suffix("<unfinished ...>") {
+        state.pending.insert(pid, start.trim_end().to_string());
+        return Ok(());
+    } else if let Some(resumed) = rest.strip_prefix("<... ") {
+        let (_, tail) = resumed
+            .split_once("resumed>")
+            .ok_or("`<...` without `resumed>`")?;
+        let start = state
+            .pending
+            .remove(&pid)
+            .ok_or_else(|| format!("a resumed call of pid {pid} that never started"))?;
+        joined = format!("{start}{}", tail.trim_start_matches(' '));
+        joined.as_str()
     } else {
-        return None;
+        rest
     };
-    let kind = match name {
-        "open" | "openat" => OpKind::Open(strace_flags(args.rsplit_once("\", ")?.1)?),
-        "stat" | "lstat" | "newfstatat" | "statx" | "fstatat64" | "stat64" | "lstat64" => {
-            OpKind::Stat
+    let (name, after) = call
+        .split_once('(')
+        .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .ok_or("not a system call line (`name(args) = result`)")?;
+    // `) = 3`, padded by strace to a column: `)        = 0`.
+    let eq = after.rfind(" = ").ok_or("no `) = result` at the end")?;
+    let args = after[..eq]
+        .trim_end()
+        .strip_suffix(')')
+        .ok_or("no `) = result` at the end")?;
+    let result = &after[eq + 3..];
+    let args = split_args(args)?;
+    let result = parse_result(result.trim())?;
+    convert_call(state, out, pid, name, &args, result)
+}
+
+/// A call's result: a number (with `-y`'s path), or an errno name.
+#[derive(Debug)]
+enum Ret {
+    Ok(i64, Option<String>),
+    Err(String),
+    Unknown,
+}
+
+fn parse_result(s: &str) -> Result<Ret, String> {
+    if s.starts_with('?') {
+        return Ok(Ret::Unknown);
+    }
+    if let Some(e) = s.strip_prefix("-1 ") {
+        let name = e.split_whitespace().next().ok_or("`-1` without an errno")?;
+        return Ok(Ret::Err(name.into()));
+    }
+    // `3</a path>` may hold spaces: up to the last `>` then.
+    let first = match (s.find('<'), s.rfind('>')) {
+        (Some(lt), Some(gt)) if lt < gt => &s[..=gt],
+        _ => s.split_whitespace().next().unwrap_or(""),
+    };
+    match parse_fd(first) {
+        Some(Fd::Num(n, p)) => Ok(Ret::Ok(n, p)),
+        _ => match i64::from_str_radix(first.trim_start_matches("0x"), 16) {
+            Ok(n) if first.starts_with("0x") => Ok(Ret::Ok(n, None)),
+            _ => Err(format!("result `{s}` is neither a number nor `-1 ERRNO`")),
+        },
+    }
+}
+
+/// `AT_FDCWD`, `AT_FDCWD</p>`, `3`, `3</p>`.
+fn parse_fd(s: &str) -> Option<Fd> {
+    let (head, path) = match s.split_once('<') {
+        Some((h, p)) => (h, Some(p.strip_suffix('>')?.to_string())),
+        None => (s, None),
+    };
+    if head == "AT_FDCWD" {
+        return Some(Fd::Cwd(path));
+    }
+    head.parse().ok().map(|n| Fd::Num(n, path))
+}
+
+/// Top-level arguments, split at commas outside quotes and brackets.
+fn split_args(s: &str) -> Result<Vec<String>, String> {
+    let mut args = Vec::new();
+    let (mut cur, mut depth, mut quoted, mut escaped) = (String::new(), 0i32, false, false);
+    for c in s.chars() {
+        if quoted {
+            cur.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => quoted = false,
+                _ => {}
+            }
+            continue;
         }
-        _ => return None,
+        match c {
+            '"' => {
+                quoted = true;
+                cur.push(c);
+            }
+            '{' | '[' | '(' => {
+                depth += 1;
+                cur.push(c);
+            }
+            '}' | ']' | ')' => {
+                depth -= 1;
+                cur.push(c);
+            }
+            ',' if depth == 0 => args.push(std::mem::take(&mut cur).trim().to_string()),
+            c => cur.push(c),
+        }
+    }
+    if quoted {
+        return Err("an unterminated string".into());
+    }
+    if depth != 0 {
+        return Err("unbalanced brackets".into());
+    }
+    if !cur.trim().is_empty() || !args.is_empty() {
+        args.push(cur.trim().to_string());
+    }
+    Ok(args)
+}
+
+/// A C-escaped string argument, unquoted; `None` if not a string
+/// (strace's truncated `"..."...` strings are refused too).
+fn string_arg(arg: &str) -> Result<Option<String>, String> {
+    let Some(body) = arg.strip_prefix('"') else {
+        return Ok(None);
     };
-    Some(Op {
+    let body = body.strip_suffix('"').ok_or("a string cut short (`...`)")?;
+    let mut out = Vec::new();
+    let mut chars = body.bytes().peekable();
+    while let Some(b) = chars.next() {
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match chars.next().ok_or("a trailing backslash")? {
+            b'n' => out.push(b'\n'),
+            b't' => out.push(b'\t'),
+            b'x' => {
+                let hex: String = (0..2)
+                    .filter_map(|_| chars.next().map(char::from))
+                    .collect();
+                out.push(
+                    u8::from_str_radix(&hex, 16).map_err(|_| format!("bad escape `\\x{hex}`"))?,
+                );
+            }
+            d @ b'0'..=b'7' => {
+                let mut v = u32::from(d - b'0');
+                for _ in 0..2 {
+                    match chars.peek() {
+                        Some(&o @ b'0'..=b'7') => {
+                            v = v * 8 + u32::from(o - b'0');
+                            chars.next();
+                        }
+                        _ => break,
+                    }
+                }
+                out.push(u8::try_from(v).map_err(|_| "an octal escape past 255")?);
+            }
+            other => out.push(other),
+        }
+    }
+    String::from_utf8(out)
+        .map(Some)
+        .map_err(|_| "a path that is not UTF-8".into())
+}
+
+fn convert_call(
+    state: &mut State<'_>,
+    out: &mut Converted,
+    pid: u32,
+    name: &str,
+    args: &[String],
+    result: Ret,
+) -> Result<(), String> {
+    let arg = |i: usize| -> Result<&str, String> {
+        args.get(i)
+            .map(String::as_str)
+            .ok_or_else(|| format!("{name}: argument {} missing", i + 1))
+    };
+    match name {
+        "clone" | "clone3" | "fork" | "vfork" => {
+            if let Ret::Ok(child, _) = result {
+                let parent = state.process(pid).clone();
+                let child = u32::try_from(child).map_err(|_| format!("{name}: pid {child}"))?;
+                state.procs.insert(child, parent);
+            }
+            out.skip("process creation (followed, not traced)");
+            return Ok(());
+        }
+        "chdir" | "fchdir" => {
+            if let Ret::Ok(..) = result {
+                let dir = if name == "chdir" {
+                    let path = string_arg(arg(0)?)?.ok_or("chdir: no path")?;
+                    state.resolve(pid, &Fd::Cwd(None), &path)
+                } else {
+                    let fd = parse_fd(arg(0)?).ok_or("fchdir: not an fd")?;
+                    state.resolve(pid, &fd, "")
+                };
+                state.process(pid).cwd = dir.ok();
+            }
+            out.skip("working directory change (followed, not traced)");
+            return Ok(());
+        }
+        "close" => {
+            if let Some(Fd::Num(n, _)) = parse_fd(arg(0)?) {
+                state.process(pid).fds.remove(&n);
+            }
+            out.skip("close (followed, not traced)");
+            return Ok(());
+        }
+        _ => {}
+    }
+    // (dirfd, path argument index, flags argument index) per call.
+    let (dirfd, path_at, flags_at, is_open) = match name {
+        "open" => (Fd::Cwd(None), 0, Some(1), true),
+        "openat" => (
+            parse_fd(arg(0)?).ok_or("openat: bad dirfd")?,
+            1,
+            Some(2),
+            true,
+        ),
+        "stat" | "lstat" | "stat64" | "lstat64" => (Fd::Cwd(None), 0, None, false),
+        "newfstatat" | "fstatat64" | "statx" => (
+            parse_fd(arg(0)?).ok_or_else(|| format!("{name}: bad dirfd"))?,
+            1,
+            None,
+            false,
+        ),
+        other => {
+            out.skip(format!("other system call `{other}`"));
+            return Ok(());
+        }
+    };
+    if arg(path_at)? == "NULL" {
+        out.skip("a NULL path (a probe for the call)");
+        return Ok(());
+    }
+    let Some(path) = string_arg(arg(path_at)?)? else {
+        return Err(format!("{name}: the path is not a string"));
+    };
+    if path.is_empty() && !matches!(dirfd, Fd::Num(..)) {
+        out.skip("empty path");
+        return Ok(());
+    }
+    let resolved = match state.resolve(pid, &dirfd, &path) {
+        Ok(p) => p,
+        Err(reason) => {
+            out.skip(reason);
+            return Ok(());
+        }
+    };
+    let result = match result {
+        Ret::Ok(fd, decorated) => {
+            if is_open {
+                let at = decorated.unwrap_or_else(|| resolved.clone());
+                state.process(pid).fds.insert(fd, at);
+            }
+            Ok(())
+        }
+        Ret::Err(e) => match errno_by_name(&e) {
+            Some(errno) => Err(errno),
+            None => {
+                out.skip(format!("errno {e} (not modelled)"));
+                return Ok(());
+            }
+        },
+        Ret::Unknown => {
+            out.skip("no result (the process exited in the call)");
+            return Ok(());
+        }
+    };
+    if resolved.contains(char::is_whitespace) {
+        out.skip("path with whitespace (the trace format splits on it)");
+        return Ok(());
+    }
+    let kind = match flags_at {
+        Some(i) => match strace_flags(arg(i)?) {
+            Some(flags) => OpKind::Open(flags),
+            None => {
+                out.skip("open flags the dcache refuses together");
+                return Ok(());
+            }
+        },
+        None => OpKind::Stat,
+    };
+    let op = Op {
         kind,
-        path: path.into(),
+        path: resolved,
         result,
-    })
+    };
+    out.trace.push_str(&op.to_string());
+    out.trace.push('\n');
+    out.ops += 1;
+    out.resolved_relative += usize::from(!path.starts_with('/'));
+    Ok(())
 }
 
-/// The first double-quoted string in `args`.
-fn quoted(args: &str) -> Option<&str> {
-    let start = args.find('"')? + 1;
-    let len = args[start..].find('"')?;
-    Some(&args[start..start + len])
-}
-
-/// The modelled flags of strace's `O_RDONLY|O_CLOEXEC, 0644` notation;
-/// flags the cache does not model (`O_CLOEXEC`, `O_NOCTTY`) are ignored.
+/// The modelled flags of strace's `O_RDONLY|O_CLOEXEC` notation; flags
+/// the cache does not model (`O_CLOEXEC`, `O_NOCTTY`, ...) are dropped.
 fn strace_flags(s: &str) -> Option<OpenFlags> {
-    let flags = s.split(',').next()?.trim();
-    let bits = flags
+    let bits = s
         .split('|')
-        .filter_map(OpenFlags::bits_named)
+        .filter_map(|f| OpenFlags::bits_named(f.trim()))
         .fold(0, |acc, b| acc | b);
     OpenFlags::from_bits(bits).ok()
 }
