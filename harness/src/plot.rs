@@ -47,6 +47,21 @@ fn si(v: f64) -> String {
     }
 }
 
+/// The font the PNG's text is drawn with (DejaVu Sans Mono; its license
+/// is in `fonts/`), registered once under the family the drawing names.
+const FONT: &[u8] = include_bytes!("../fonts/DejaVuSansMono.ttf");
+const FAMILY: &str = "sans-serif";
+
+fn register_font() -> Result<(), String> {
+    static REGISTERED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            plotters::style::register_font(FAMILY, FontStyle::Normal, FONT)
+                .map_err(|_| "the embedded font does not parse".to_string())
+        })
+        .clone()
+}
+
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     results: &[Measurement],
@@ -56,7 +71,7 @@ fn draw<DB: DrawingBackend>(
     let (title, body) = root.split_vertically(TITLE);
     title.draw_text(
         &format!("lockref harness: ops/s against threads ({machine})"),
-        &("sans-serif", 18).into_font().color(&BLACK),
+        &(FAMILY, 18).into_font().color(&BLACK),
         (10, 10),
     )?;
     let testcases = distinct(results.iter().map(|m| m.testcase.as_str()));
@@ -68,7 +83,7 @@ fn draw<DB: DrawingBackend>(
         let max_threads = ms.iter().map(|m| m.threads).max().unwrap_or(1).max(2) as f64;
         let max_ops = ms.iter().map(|m| m.total).fold(1.0, f64::max) * 1.15;
         let mut chart = ChartBuilder::on(panel)
-            .caption(*tc, ("sans-serif", 16))
+            .caption(*tc, (FAMILY, 16))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
@@ -118,7 +133,7 @@ fn draw<DB: DrawingBackend>(
             .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
-            .label_font(("sans-serif", 12))
+            .label_font((FAMILY, 12))
             .draw()?;
     }
     root.present()
@@ -130,6 +145,8 @@ fn draw<DB: DrawingBackend>(
 ///
 /// A message naming the file.
 pub fn svg(path: &Path, results: &[Measurement], machine: &str) -> Result<(), String> {
+    // Text is measured with the font, for the SVG's layout too.
+    register_font()?;
     let root = SVGBackend::new(path, size(results)).into_drawing_area();
     draw(&root, results, machine).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -140,6 +157,7 @@ pub fn svg(path: &Path, results: &[Measurement], machine: &str) -> Result<(), St
 ///
 /// A message naming the file.
 pub fn png(path: &Path, results: &[Measurement], machine: &str) -> Result<(), String> {
+    register_font()?;
     let root = BitMapBackend::new(path, size(results)).into_drawing_area();
     draw(&root, results, machine).map_err(|e| format!("{}: {e}", path.display()))
 }
