@@ -5,9 +5,9 @@
 //! (a reference held for the request) and acted on through its `O_PATH`
 //! descriptor with `*at` system calls on checked single names, so nothing
 //! outside the mirrored directory is reachable. Requests run with the
-//! caller's filesystem credentials ([`creds`](crate::creds)).
+//! caller's filesystem credentials (`creds.rs`). The fuser glue is in
+//! `server.rs`.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
@@ -15,20 +15,18 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use fuser::{
-    AccessFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation, INodeNo,
-    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    Request, TimeOrNow, WriteFlags,
+    AccessFlags, Errno, FileAttr, FileHandle, Generation, INodeNo, OpenFlags, ReplyDirectoryPlus,
+    Request, TimeOrNow,
 };
 use nix::fcntl::{AtFlags, OFlag};
-use nix::sys::stat::{Mode, SFlag};
+use nix::sys::stat::Mode;
 use nix::sys::time::TimeSpec;
 
 use crate::creds::{self, AsCaller};
+use crate::handles::{read_dir_entries, Handles, Open};
 use crate::host::{self, check_name, errno, stat_fd};
 use crate::table::{InodeTable, ROOT_ID};
 
@@ -41,76 +39,29 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(1);
 const MAX_READ: u32 = 1 << 20;
 
 /// Node ids are never reused, so one generation serves.
-const GENERATION: Generation = Generation(0);
-
-/// A directory entry as `OPENDIR` read it: name, host inode number, type
-/// (if the host filesystem reports it).
-type DirEntry = (Vec<u8>, u64, Option<fuser::FileType>);
-
-enum Open {
-    File(File),
-    /// A directory's entries, read at `OPENDIR` (offsets index them).
-    Dir(Vec<DirEntry>),
-}
-
-/// An open file or directory: holds a reference on its inode.
-struct Handle<R> {
-    _inode: R,
-    open: Open,
-}
+pub(crate) const GENERATION: Generation = Generation(0);
 
 /// The filesystem's state, shared by every serving thread (and kept by
 /// tests, to look at the table after an unmount).
 pub struct Passthrough<T: InodeTable> {
     /// Dropped before the table: handles hold table references.
-    handles: RwLock<HashMap<u64, Arc<Handle<T::Ref>>>>,
-    next_fh: AtomicU64,
+    pub(crate) handles: Handles<T::Ref>,
     table: T,
     server_is_root: bool,
     refused_forgets: AtomicU64,
-    ttl: Duration,
-}
-
-/// What `readdir` and `readdirplus` list: `.`, `..` and the entries.
-fn read_dir_entries(fd: &OwnedFd) -> Result<Vec<DirEntry>, Errno> {
-    let dir_fd = nix::fcntl::openat(
-        fd,
-        ".",
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(errno)?;
-    let mut dir = nix::dir::Dir::from_fd(dir_fd).map_err(errno)?;
-    let mut out = Vec::new();
-    for entry in dir.iter() {
-        let entry = entry.map_err(errno)?;
-        let kind = entry.file_type().map(|t| {
-            use nix::dir::Type;
-            match t {
-                Type::Directory => fuser::FileType::Directory,
-                Type::Symlink => fuser::FileType::Symlink,
-                Type::Fifo => fuser::FileType::NamedPipe,
-                Type::Socket => fuser::FileType::Socket,
-                Type::CharacterDevice => fuser::FileType::CharDevice,
-                Type::BlockDevice => fuser::FileType::BlockDevice,
-                Type::File => fuser::FileType::RegularFile,
-            }
-        });
-        out.push((entry.file_name().to_bytes().to_vec(), entry.ino(), kind));
-    }
-    Ok(out)
+    pub(crate) ttl: Duration,
 }
 
 /// What a `SETATTR` changes (`None`: left as it is).
-struct SetAttr {
-    mode: Option<u32>,
-    uid: Option<u32>,
-    gid: Option<u32>,
-    size: Option<u64>,
-    atime: Option<TimeOrNow>,
-    mtime: Option<TimeOrNow>,
+pub(crate) struct SetAttr {
+    pub(crate) mode: Option<u32>,
+    pub(crate) uid: Option<u32>,
+    pub(crate) gid: Option<u32>,
+    pub(crate) size: Option<u64>,
+    pub(crate) atime: Option<TimeOrNow>,
+    pub(crate) mtime: Option<TimeOrNow>,
     /// The open file a truncate goes through, if the caller had one.
-    fh: Option<FileHandle>,
+    pub(crate) fh: Option<FileHandle>,
 }
 
 fn timespec(t: Option<TimeOrNow>) -> TimeSpec {
@@ -152,8 +103,7 @@ impl<T: InodeTable> Passthrough<T> {
         // apply ours on top (virtiofsd does the same).
         nix::sys::stat::umask(Mode::empty());
         Ok(Passthrough {
-            handles: RwLock::new(HashMap::new()),
-            next_fh: AtomicU64::new(1),
+            handles: Handles::new(),
             table: T::new(fd, host::key_of(&st)),
             server_is_root: creds::can_switch(),
             refused_forgets: AtomicU64::new(0),
@@ -168,7 +118,7 @@ impl<T: InodeTable> Passthrough<T> {
 
     /// Open file and directory handles.
     pub fn open_handles(&self) -> usize {
-        self.handles.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.handles.len()
     }
 
     /// `FORGET`s refused (unknown inode, more than the kernel held).
@@ -176,48 +126,12 @@ impl<T: InodeTable> Passthrough<T> {
         self.refused_forgets.load(Ordering::Relaxed)
     }
 
-    fn inode(&self, id: INodeNo) -> Result<T::Ref, Errno> {
+    pub(crate) fn inode(&self, id: INodeNo) -> Result<T::Ref, Errno> {
         self.table.get(id.0).ok_or(Errno::ESTALE)
     }
 
-    fn as_caller(&self, req: &Request) -> Result<AsCaller, Errno> {
+    pub(crate) fn as_caller(&self, req: &Request) -> Result<AsCaller, Errno> {
         AsCaller::enter(req.uid(), req.gid(), req.pid(), self.server_is_root).map_err(Errno::from)
-    }
-
-    fn handle(&self, fh: FileHandle) -> Result<Arc<Handle<T::Ref>>, Errno> {
-        let handles = self.handles.read().unwrap_or_else(|e| e.into_inner());
-        handles.get(&fh.0).cloned().ok_or(Errno::EBADF)
-    }
-
-    fn file(&self, fh: FileHandle) -> Result<Arc<Handle<T::Ref>>, Errno> {
-        let h = self.handle(fh)?;
-        match h.open {
-            Open::File(_) => Ok(h),
-            Open::Dir(_) => Err(Errno::EISDIR),
-        }
-    }
-
-    fn add_handle(&self, inode: T::Ref, open: Open) -> FileHandle {
-        // Relaxed: a unique number is all that is needed.
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        let h = Arc::new(Handle {
-            _inode: inode,
-            open,
-        });
-        self.handles
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(fh, h);
-        FileHandle(fh)
-    }
-
-    fn remove_handle(&self, fh: FileHandle) -> Result<(), Errno> {
-        let removed = self
-            .handles
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&fh.0);
-        removed.map(drop).ok_or(Errno::EBADF)
     }
 
     /// Looks `name` up in the directory `parent` on the host and counts one
@@ -235,18 +149,28 @@ impl<T: InodeTable> Passthrough<T> {
         Ok(host::attr(&st, id))
     }
 
-    fn attr_of(&self, inode: &T::Ref) -> Result<FileAttr, Errno> {
+    pub(crate) fn attr_of(&self, inode: &T::Ref) -> Result<FileAttr, Errno> {
         Ok(host::attr(&stat_fd(inode.fd.as_fd())?, inode.id))
     }
 
-    fn do_lookup(&self, req: &Request, parent: INodeNo, name: &OsStr) -> Result<FileAttr, Errno> {
+    pub(crate) fn do_lookup(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+    ) -> Result<FileAttr, Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         let _as = self.as_caller(req)?;
         self.lookup_child(&parent, name)
     }
 
-    fn do_setattr(&self, req: &Request, ino: INodeNo, change: SetAttr) -> Result<FileAttr, Errno> {
+    pub(crate) fn do_setattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        change: SetAttr,
+    ) -> Result<FileAttr, Errno> {
         let SetAttr {
             mode,
             uid,
@@ -285,7 +209,7 @@ impl<T: InodeTable> Passthrough<T> {
         }
         if let Some(size) = size {
             let len = i64::try_from(size).map_err(|_| Errno::EFBIG)?;
-            match fh.map(|fh| self.file(fh)).transpose()? {
+            match fh.map(|fh| self.handles.file(fh)).transpose()? {
                 Some(h) => match &h.open {
                     Open::File(f) => nix::unistd::ftruncate(f, len).map_err(errno)?,
                     Open::Dir(_) => return Err(Errno::EISDIR),
@@ -308,7 +232,7 @@ impl<T: InodeTable> Passthrough<T> {
     }
 
     /// Creates `name` in `parent` with `make`, then looks it up.
-    fn make_child(
+    pub(crate) fn make_child(
         &self,
         req: &Request,
         parent: INodeNo,
@@ -323,7 +247,7 @@ impl<T: InodeTable> Passthrough<T> {
     }
 
     /// `UNLINK` or `RMDIR`.
-    fn remove(
+    pub(crate) fn remove(
         &self,
         req: &Request,
         parent: INodeNo,
@@ -336,7 +260,12 @@ impl<T: InodeTable> Passthrough<T> {
         nix::unistd::unlinkat(&parent.fd, name, how).map_err(errno)
     }
 
-    fn do_open(&self, req: &Request, ino: INodeNo, flags: OpenFlags) -> Result<FileHandle, Errno> {
+    pub(crate) fn do_open(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        flags: OpenFlags,
+    ) -> Result<FileHandle, Errno> {
         let inode = self.inode(ino)?;
         let _as = self.as_caller(req)?;
         let st = stat_fd(inode.fd.as_fd())?;
@@ -354,11 +283,11 @@ impl<T: InodeTable> Passthrough<T> {
             Mode::empty(),
         )
         .map_err(errno)?;
-        Ok(self.add_handle(inode, Open::File(File::from(fd))))
+        Ok(self.handles.add(inode, Open::File(File::from(fd))))
     }
 
-    fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
-        let h = self.file(fh)?;
+    pub(crate) fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+        let h = self.handles.file(fh)?;
         let Open::File(f) = &h.open else {
             return Err(Errno::EISDIR);
         };
@@ -379,14 +308,14 @@ impl<T: InodeTable> Passthrough<T> {
         Ok(buf)
     }
 
-    fn do_write(
+    pub(crate) fn do_write(
         &self,
         req: &Request,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
     ) -> Result<u32, Errno> {
-        let h = self.file(fh)?;
+        let h = self.handles.file(fh)?;
         let Open::File(f) = &h.open else {
             return Err(Errno::EISDIR);
         };
@@ -399,7 +328,7 @@ impl<T: InodeTable> Passthrough<T> {
         u32::try_from(data.len()).map_err(|_| Errno::EINVAL)
     }
 
-    fn do_create(
+    pub(crate) fn do_create(
         &self,
         req: &Request,
         parent: INodeNo,
@@ -422,25 +351,17 @@ impl<T: InodeTable> Passthrough<T> {
         // The kernel holds the lookup just counted until our reply: the
         // handle's own reference cannot miss.
         let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;
-        Ok((attr, self.add_handle(inode, Open::File(File::from(fd)))))
+        Ok((attr, self.handles.add(inode, Open::File(File::from(fd)))))
     }
 
-    fn do_opendir(&self, req: &Request, ino: INodeNo) -> Result<FileHandle, Errno> {
+    pub(crate) fn do_opendir(&self, req: &Request, ino: INodeNo) -> Result<FileHandle, Errno> {
         let inode = self.inode(ino)?;
         let _as = self.as_caller(req)?;
         let entries = read_dir_entries(&inode.fd)?;
-        Ok(self.add_handle(inode, Open::Dir(entries)))
+        Ok(self.handles.add(inode, Open::Dir(entries)))
     }
 
-    fn dir_entries(&self, fh: FileHandle) -> Result<Arc<Handle<T::Ref>>, Errno> {
-        let h = self.handle(fh)?;
-        match h.open {
-            Open::Dir(_) => Ok(h),
-            Open::File(_) => Err(Errno::ENOTDIR),
-        }
-    }
-
-    fn do_readdirplus(
+    pub(crate) fn do_readdirplus(
         &self,
         req: &Request,
         ino: INodeNo,
@@ -449,7 +370,7 @@ impl<T: InodeTable> Passthrough<T> {
         reply: &mut ReplyDirectoryPlus,
     ) -> Result<(), Errno> {
         let dir = self.inode(ino)?;
-        let h = self.dir_entries(fh)?;
+        let h = self.handles.dir(fh)?;
         let Open::Dir(entries) = &h.open else {
             return Err(Errno::ENOTDIR);
         };
@@ -484,7 +405,12 @@ impl<T: InodeTable> Passthrough<T> {
         Ok(())
     }
 
-    fn do_access(&self, req: &Request, ino: INodeNo, mask: AccessFlags) -> Result<(), Errno> {
+    pub(crate) fn do_access(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mask: AccessFlags,
+    ) -> Result<(), Errno> {
         let inode = self.inode(ino)?;
         let st = stat_fd(inode.fd.as_fd())?;
         let groups = creds::groups_of(req.pid());
@@ -495,397 +421,10 @@ impl<T: InodeTable> Passthrough<T> {
         }
     }
 
-    fn forget_one(&self, id: u64, n: u64) {
+    pub(crate) fn forget_one(&self, id: u64, n: u64) {
         if let Err(e) = self.table.forget(id, n) {
             self.refused_forgets.fetch_add(1, Ordering::Relaxed);
             eprintln!("lockref-fuse: {e}");
         }
-    }
-}
-
-/// The [`Filesystem`] fuser serves: a shared [`Passthrough`].
-pub struct Server<T: InodeTable>(pub Arc<Passthrough<T>>);
-
-macro_rules! reply_with {
-    ($reply:expr, $result:expr, |$v:pat_param| $ok:expr) => {
-        match $result {
-            Ok($v) => $ok,
-            Err(e) => $reply.error(e),
-        }
-    };
-}
-
-impl<T: InodeTable> Filesystem for Server<T> {
-    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        // READDIRPLUS, adaptively: `ls -l` and `find` get entries with
-        // attributes (and lookups) in one request.
-        let _ = config.add_capabilities(
-            fuser::InitFlags::FUSE_DO_READDIRPLUS | fuser::InitFlags::FUSE_READDIRPLUS_AUTO,
-        );
-        Ok(())
-    }
-
-    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        reply_with!(reply, self.0.do_lookup(req, parent, name), |a| reply.entry(
-            &self.0.ttl,
-            &a,
-            GENERATION
-        ));
-    }
-
-    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.0.forget_one(ino.0, nlookup);
-    }
-
-    // BATCH_FORGET: fuser's default hands each entry to `forget` (its
-    // entry type is not public to override it with).
-
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let r = self.0.inode(ino).and_then(|i| self.0.attr_of(&i));
-        reply_with!(reply, r, |a| reply.attr(&self.0.ttl, &a));
-    }
-
-    fn setattr(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        mode: Option<u32>,
-        uid: Option<u32>,
-        gid: Option<u32>,
-        size: Option<u64>,
-        atime: Option<TimeOrNow>,
-        mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
-        fh: Option<FileHandle>,
-        _crtime: Option<SystemTime>,
-        _chgtime: Option<SystemTime>,
-        _bkuptime: Option<SystemTime>,
-        _flags: Option<fuser::BsdFileFlags>,
-        reply: ReplyAttr,
-    ) {
-        let change = SetAttr {
-            mode,
-            uid,
-            gid,
-            size,
-            atime,
-            mtime,
-            fh,
-        };
-        let r = self.0.do_setattr(req, ino, change);
-        reply_with!(reply, r, |a| reply.attr(&self.0.ttl, &a));
-    }
-
-    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
-        let r = self.0.inode(ino).and_then(|i| {
-            let _as = self.0.as_caller(req)?;
-            nix::fcntl::readlinkat(&i.fd, "").map_err(errno)
-        });
-        reply_with!(reply, r, |t| reply.data(t.as_bytes()));
-    }
-
-    fn mknod(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        _umask: u32,
-        rdev: u32,
-        reply: ReplyEntry,
-    ) {
-        let r = self.0.make_child(req, parent, name, |dir, name| {
-            let kind = SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits());
-            let perm = Mode::from_bits_truncate(mode & 0o7777);
-            nix::sys::stat::mknodat(dir, name, kind, perm, u64::from(rdev))
-        });
-        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
-    }
-
-    fn mkdir(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        _umask: u32,
-        reply: ReplyEntry,
-    ) {
-        let r = self.0.make_child(req, parent, name, |dir, name| {
-            nix::sys::stat::mkdirat(dir, name, Mode::from_bits_truncate(mode & 0o7777))
-        });
-        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
-    }
-
-    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let r = self
-            .0
-            .remove(req, parent, name, nix::unistd::UnlinkatFlags::NoRemoveDir);
-        reply_with!(reply, r, |()| reply.ok());
-    }
-
-    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let r = self
-            .0
-            .remove(req, parent, name, nix::unistd::UnlinkatFlags::RemoveDir);
-        reply_with!(reply, r, |()| reply.ok());
-    }
-
-    fn symlink(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        link_name: &OsStr,
-        target: &Path,
-        reply: ReplyEntry,
-    ) {
-        let r = self.0.make_child(req, parent, link_name, |dir, name| {
-            nix::unistd::symlinkat(target, dir, name)
-        });
-        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
-    }
-
-    fn rename(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        newparent: INodeNo,
-        newname: &OsStr,
-        flags: RenameFlags,
-        reply: ReplyEmpty,
-    ) {
-        let r = (|| {
-            let name = check_name(name)?;
-            let newname = check_name(newname)?;
-            let from = self.0.inode(parent)?;
-            let to = self.0.inode(newparent)?;
-            let flags = nix::fcntl::RenameFlags::from_bits(flags.bits()).ok_or(Errno::EINVAL)?;
-            let _as = self.0.as_caller(req)?;
-            nix::fcntl::renameat2(&from.fd, name, &to.fd, newname, flags).map_err(errno)
-        })();
-        reply_with!(reply, r, |()| reply.ok());
-    }
-
-    fn link(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        newparent: INodeNo,
-        newname: &OsStr,
-        reply: ReplyEntry,
-    ) {
-        let r = self.0.inode(ino).and_then(|inode| {
-            let path = host::proc_path(inode.fd.as_fd());
-            // Through /proc (AT_SYMLINK_FOLLOW jumps to the inode), not
-            // AT_EMPTY_PATH, which needs CAP_DAC_READ_SEARCH the caller
-            // may lack.
-            self.0.make_child(req, newparent, newname, |dir, name| {
-                nix::unistd::linkat(
-                    nix::fcntl::AT_FDCWD,
-                    path.as_c_str(),
-                    dir,
-                    name,
-                    AtFlags::AT_SYMLINK_FOLLOW,
-                )
-            })
-        });
-        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
-    }
-
-    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        reply_with!(reply, self.0.do_open(req, ino, flags), |fh| reply
-            .opened(fh, FopenFlags::empty()));
-    }
-
-    fn read(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        size: u32,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyData,
-    ) {
-        reply_with!(reply, self.0.do_read(fh, offset, size), |d| reply.data(&d));
-    }
-
-    fn write(
-        &self,
-        req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        data: &[u8],
-        _write_flags: WriteFlags,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyWrite,
-    ) {
-        reply_with!(reply, self.0.do_write(req, fh, offset, data), |n| reply
-            .written(n));
-    }
-
-    fn flush(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _lock_owner: LockOwner,
-        reply: ReplyEmpty,
-    ) {
-        // Nothing buffered here: every write went to the host.
-        reply_with!(reply, self.0.file(fh), |_| reply.ok());
-    }
-
-    fn release(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        _flush: bool,
-        reply: ReplyEmpty,
-    ) {
-        reply_with!(reply, self.0.remove_handle(fh), |()| reply.ok());
-    }
-
-    fn fsync(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        datasync: bool,
-        reply: ReplyEmpty,
-    ) {
-        let r = self.0.file(fh).and_then(|h| match &h.open {
-            Open::File(f) => if datasync {
-                f.sync_data()
-            } else {
-                f.sync_all()
-            }
-            .map_err(Errno::from),
-            Open::Dir(_) => Err(Errno::EISDIR),
-        });
-        reply_with!(reply, r, |()| reply.ok());
-    }
-
-    fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        reply_with!(reply, self.0.do_opendir(req, ino), |fh| reply
-            .opened(fh, FopenFlags::empty()));
-    }
-
-    fn readdir(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectory,
-    ) {
-        let h = match self.0.dir_entries(fh) {
-            Ok(h) => h,
-            Err(e) => return reply.error(e),
-        };
-        if let Open::Dir(entries) = &h.open {
-            let start = usize::try_from(offset).unwrap_or(usize::MAX);
-            for (i, (name, ino, kind)) in entries.iter().enumerate().skip(start) {
-                let kind = kind.unwrap_or(fuser::FileType::RegularFile);
-                if reply.add(INodeNo(*ino), i as u64 + 1, kind, OsStr::from_bytes(name)) {
-                    break;
-                }
-            }
-        }
-        reply.ok();
-    }
-
-    fn readdirplus(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectoryPlus,
-    ) {
-        match self.0.do_readdirplus(req, ino, fh, offset, &mut reply) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
-    }
-
-    fn releasedir(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _flags: OpenFlags,
-        reply: ReplyEmpty,
-    ) {
-        reply_with!(reply, self.0.remove_handle(fh), |()| reply.ok());
-    }
-
-    fn fsyncdir(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        _datasync: bool,
-        reply: ReplyEmpty,
-    ) {
-        let r = self.0.inode(ino).and_then(|i| {
-            let fd = nix::fcntl::openat(
-                &i.fd,
-                ".",
-                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(errno)?;
-            nix::unistd::fsync(&fd).map_err(errno)
-        });
-        reply_with!(reply, r, |()| reply.ok());
-    }
-
-    fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
-        let r = self
-            .0
-            .inode(ino)
-            .and_then(|i| nix::sys::statvfs::fstatvfs(&i.fd).map_err(errno));
-        reply_with!(reply, r, |s| reply.statfs(
-            s.blocks(),
-            s.blocks_free(),
-            s.blocks_available(),
-            s.files(),
-            s.files_free(),
-            u32::try_from(s.block_size()).unwrap_or(4096),
-            u32::try_from(s.name_max()).unwrap_or(255),
-            u32::try_from(s.fragment_size()).unwrap_or(4096),
-        ));
-    }
-
-    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        reply_with!(reply, self.0.do_access(req, ino, mask), |()| reply.ok());
-    }
-
-    fn create(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        _umask: u32,
-        flags: i32,
-        reply: ReplyCreate,
-    ) {
-        let r = self.0.do_create(req, parent, name, mode, flags);
-        reply_with!(reply, r, |(a, fh)| reply.created(
-            &self.0.ttl,
-            &a,
-            GENERATION,
-            fh,
-            FopenFlags::empty()
-        ));
     }
 }

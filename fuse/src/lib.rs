@@ -21,7 +21,9 @@
 //! | the table interface, [`Key`], [`ForgetError`] | `table.rs` |
 //! | [`CountedTable`] (lockref) | `counted_table.rs` |
 //! | [`LockedTable`] (virtiofsd-style) | `locked_table.rs` |
-//! | the FUSE operations, [`Passthrough`], [`Server`] | `fs.rs` |
+//! | the FUSE operations on the host, [`Passthrough`] | `fs.rs` |
+//! | the fuser `Filesystem` that replies, [`Server`] | `server.rs` |
+//! | open file and directory handles | `handles.rs` |
 //! | the caller's credentials per request | `creds.rs` |
 //! | mount options, [`mount::spawn`], [`mount::serve`] | `mount.rs` |
 //! | names, attributes, `/proc/self/fd` | `host.rs` |
@@ -30,15 +32,18 @@
 mod counted_table;
 mod creds;
 mod fs;
+mod handles;
 pub mod host;
 mod locked_table;
 pub mod mount;
+mod server;
 mod table;
 mod workload;
 
 pub use crate::counted_table::{CountedInode, CountedTable};
-pub use crate::fs::{Passthrough, Server, DEFAULT_TTL};
+pub use crate::fs::{Passthrough, DEFAULT_TTL};
 pub use crate::locked_table::{LockedInode, LockedTable};
 pub use crate::mount::MountConfig;
+pub use crate::server::Server;
 pub use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 pub use crate::workload::RequestMix;

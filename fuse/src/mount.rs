@@ -5,7 +5,8 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::fs::{Passthrough, Server};
+use crate::fs::Passthrough;
+use crate::server::Server;
 use crate::table::InodeTable;
 
 /// How to mount.

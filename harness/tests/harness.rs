@@ -1,15 +1,16 @@
 //! The harness's logic, never its speed: options, every testcase in every
-//! variant, the operation counts behind each seed's before and after, the
-//! trace format and the strace converter, and well-formed outputs.
+//! variant, the operation counts behind each seed's before and after,
+//! outputs that parse back, pinning and the idle share (the traces are in
+//! `traces.rs`).
 
 use std::time::Duration;
 
 use lockref_dcache::testing::deferred_on_this_thread;
-use lockref_dcache::{Errno, OpenFlags};
+use lockref_dcache::Errno;
 use lockref_harness::options::Options;
 use lockref_harness::runner::{self, Measurement, RunConfig, RunError};
 use lockref_harness::testcases::{State, Testcase, ALL};
-use lockref_harness::{report, run_replay, run_testcases, trace};
+use lockref_harness::{report, run_testcases};
 
 fn args(s: &str) -> Vec<String> {
     s.split_whitespace().map(String::from).collect()
@@ -343,210 +344,6 @@ fn a_failing_body_is_an_error_not_a_panic() {
         |()| Err(Errno::NoEnt),
     );
     assert!(matches!(r, Err(RunError::Op(Errno::NoEnt))));
-}
-
-#[test]
-fn trace_parses_good_lines_and_names_bad_ones() {
-    let ops = trace::parse(
-        "# c\n\nopen /a O_RDONLY 0\nopen /b O_WRONLY|O_CREAT|O_EXCL EEXIST\nstat /c - ENOENT\n",
-    )
-    .unwrap();
-    assert_eq!(ops.len(), 3);
-    assert_eq!(
-        ops[1].kind,
-        trace::OpKind::Open(OpenFlags::WRONLY.creat().excl())
-    );
-    assert_eq!(ops[2].result, Err(Errno::NoEnt));
-    assert_eq!(ops[1].to_string(), "open /b O_WRONLY|O_CREAT|O_EXCL EEXIST");
-    for (text, line, says) in [
-        ("open /a O_RDONLY", 1, "expected 4 fields"),
-        ("\n\nread /a - 0", 3, "unknown operation `read`"),
-        ("open /a O_BOGUS 0", 1, "unknown open flag `O_BOGUS`"),
-        ("stat /a O_RDONLY 0", 1, "stat takes `-`"),
-        ("open /a O_RDONLY EWHAT", 1, "unknown result `EWHAT`"),
-        ("open /a O_CREAT|O_DIRECTORY 0", 1, "EINVAL"),
-    ] {
-        let e = trace::parse(text).unwrap_err();
-        assert_eq!(e.line, line, "{text}");
-        assert!(e.to_string().contains(says), "{text}: {e}");
-    }
-}
-
-#[test]
-fn strace_converter_handles_real_line_shapes() {
-    // The shapes strace prints: pid columns both ways, AT_FDCWD and fds
-    // with and without -y paths, relative paths after chdir and fchdir,
-    // inheritance across clone/vfork, calls split across pids, padding
-    // before `=`, errno the dcache does not model, signals and exits.
-    let log = r#"100 openat(AT_FDCWD, "/etc/ld.so.cache", O_RDONLY|O_CLOEXEC) = 3
-100 close(3)                        = 0
-100 chdir("/src/proj")              = 0
-100 openat(AT_FDCWD, "include", O_RDONLY|O_DIRECTORY) = 4
-100 openat(4, "stdio.h", O_RDONLY|O_NOCTTY) = -1 ENOENT (No such file or directory)
-100 newfstatat(4, "../README", {st_mode=S_IFREG|0644, ...}, 0) = 0
-100 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD) = 101
-[pid   101] openat(AT_FDCWD, "main.c", O_RDONLY <unfinished ...>
-[pid   100] stat("Cargo.toml", {st_mode=S_IFREG|0644, ...}) = 0
-[pid   101] <... openat resumed>)    = 5
-101 fchdir(4)                        = 0
-101 openat(AT_FDCWD, "local.h", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 6
-102 openat(AT_FDCWD</opt>, "lib/x.so", O_RDONLY) = 3</opt/lib/x.so>
-102 newfstatat(3</opt/lib/x.so>, "", {st_mode=S_IFREG|0755, ...}, AT_EMPTY_PATH) = 0
-102 openat(7</usr/include>, "a b.h", O_RDONLY) = -1 ENOENT (No such file or directory)
-100 openat(AT_FDCWD, "/secret", O_RDONLY) = -1 EACCES (Permission denied)
-103 openat(9, "x", O_RDONLY) = 3
-100 read(3, "x", 1) = 1
-100 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED} ---
-101 +++ exited with 0 +++
-"#;
-    let c = trace::convert_strace(log, None);
-    assert!(c.malformed.is_empty(), "{:?}", c.malformed);
-    let lines: Vec<String> = trace::parse(&c.trace)
-        .unwrap()
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    assert_eq!(
-        lines,
-        [
-            "open /etc/ld.so.cache O_RDONLY 0",
-            "open /src/proj/include O_RDONLY|O_DIRECTORY 0",
-            "open /src/proj/include/stdio.h O_RDONLY ENOENT",
-            "stat /src/proj/include/../README - 0",
-            "stat /src/proj/Cargo.toml - 0",
-            "open /src/proj/main.c O_RDONLY 0",
-            "open /src/proj/include/local.h O_WRONLY|O_CREAT 0",
-            "open /opt/lib/x.so O_RDONLY 0",
-            "stat /opt/lib/x.so - 0",
-        ]
-    );
-    assert_eq!(c.resolved_relative, 8);
-    let skipped = |reason: &str| c.skipped.get(reason).copied().unwrap_or(0);
-    assert_eq!(
-        skipped("path with whitespace (the trace format splits on it)"),
-        1
-    );
-    assert_eq!(skipped("errno EACCES (not modelled)"), 1);
-    assert_eq!(
-        skipped("relative to a directory fd opened before the log or not traced"),
-        1
-    );
-    assert_eq!(skipped("other system call `read`"), 1);
-    assert_eq!(skipped("signal or exit"), 2);
-    assert!(
-        c.report()
-            .contains("9 operations written (8 with a relative path"),
-        "{}",
-        c.report()
-    );
-
-    // Without -y or a chdir, a relative path needs the starting directory.
-    let c = trace::convert_strace("1 stat(\"a\", {...}) = 0\n", None);
-    assert_eq!(c.ops, 0);
-    assert!(
-        c.report().contains("unknown working directory"),
-        "{}",
-        c.report()
-    );
-    let c = trace::convert_strace("1 stat(\"a\", {...}) = 0\n", Some("/home/u"));
-    assert_eq!(c.trace.lines().nth(1), Some("stat /home/u/a - 0"));
-}
-
-#[test]
-fn strace_converter_names_malformed_lines_by_number() {
-    let log = "1 openat(AT_FDCWD, \"/ok\", O_RDONLY) = 3\n\
-               1 openat(AT_FDCWD, \"/cut, O_RDONLY) = 3\n\
-               1 openat(AT_FDCWD, \"/a\", O_RDONLY) = what\n\
-               1 <... openat resumed>) = 3\n\
-               garbage\n\
-               1 openat(AT_FDCWD, \"/b\", O_RDONLY\n";
-    let c = trace::convert_strace(log, None);
-    assert_eq!(c.ops, 1);
-    let lines: Vec<usize> = c.malformed.iter().map(|e| e.line).collect();
-    assert_eq!(lines, [2, 3, 4, 5, 6], "{:?}", c.malformed);
-    assert!(
-        c.malformed[0].what.contains("unterminated string"),
-        "{:?}",
-        c.malformed[0]
-    );
-    assert!(
-        c.malformed[1].what.contains("neither a number"),
-        "{:?}",
-        c.malformed[1]
-    );
-    assert!(
-        c.malformed[2].what.contains("never started"),
-        "{:?}",
-        c.malformed[2]
-    );
-    assert!(c.report().contains("malformed: line 2:"), "{}", c.report());
-}
-
-#[test]
-fn shipped_trace_is_the_conversion_of_the_shipped_log() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/");
-    let log = std::fs::read_to_string(format!("{dir}gcc-hello.strace")).unwrap();
-    let shipped = std::fs::read_to_string(format!("{dir}gcc-hello.trace")).unwrap();
-    let c = trace::convert_strace(&log, None);
-    assert_eq!(c.trace, shipped);
-    assert!(c.malformed.is_empty());
-    // Recorded with -y: every relative path resolved (gcc's header search
-    // and the driver's temporaries), none skipped for want of a directory.
-    assert!(c.resolved_relative > 100, "{}", c.report());
-    assert!(!c.report().contains("relative to"), "{}", c.report());
-    let ops = trace::parse(&shipped).unwrap();
-    assert!(ops.len() > 500);
-    assert!(ops.iter().filter(|o| o.result == Err(Errno::NoEnt)).count() > 100);
-}
-
-#[test]
-fn replay_reproduces_the_shipped_trace_on_every_pass() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/");
-    let ops =
-        trace::parse(&std::fs::read_to_string(format!("{dir}gcc-hello.trace")).unwrap()).unwrap();
-    let cache = lockref_dcache::Dcache::new(Default::default());
-    let tree = trace::populate(&cache, &ops).unwrap();
-    for pass in 0..3 {
-        let diff = trace::verify_pass(&cache, &tree, &ops);
-        assert!(diff.is_empty(), "pass {pass}: {diff:?}");
-    }
-    cache.check_balanced().unwrap();
-    let mut out = Vec::new();
-    let results = run_replay(&ops, &quick(), &mut out).unwrap();
-    assert_eq!(results.len(), 4);
-    assert!(results
-        .iter()
-        .all(|m| m.testcase == "replay" && m.total > 0.0));
-    let text = String::from_utf8(out).unwrap();
-    assert!(
-        text.contains("0 differ from the recorded results on every pass"),
-        "{text}"
-    );
-}
-
-#[test]
-fn replay_names_what_it_cannot_reproduce_and_resets_each_pass() {
-    // A name created with O_EXCL (succeeds once per pass only if the pass
-    // is reset), and a stat that saw a file the trace never made.
-    let ops = trace::parse(
-        "stat /t/x - ENOENT\nopen /t/x O_WRONLY|O_CREAT|O_EXCL 0\nstat /t/x - 0\nstat /t/made-elsewhere - 0\nstat /t/gone - ENOENT\nopen /t/gone O_RDONLY 0\n",
-    )
-    .unwrap();
-    let cache = lockref_dcache::Dcache::new(Default::default());
-    let tree = trace::populate(&cache, &ops).unwrap();
-    let first = trace::verify_pass(&cache, &tree, &ops);
-    let second = trace::verify_pass(&cache, &tree, &ops);
-    assert_eq!(first, second, "every pass alike");
-    // Only the last line: /t/gone was missing, then opened (made by a call
-    // the trace does not hold).
-    let keys: Vec<_> = first.keys().cloned().collect();
-    assert_eq!(
-        keys,
-        [("open".to_string(), "0".to_string(), "ENOENT".to_string())]
-    );
-    assert!(
-        trace::difference_reason("0", "ENOENT").contains("made by a call the trace does not hold")
-    );
 }
 
 #[test]

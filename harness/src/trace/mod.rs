@@ -28,6 +28,7 @@ use lockref_dcache::{Errno, OpenFlags};
 
 mod replay;
 mod strace;
+mod strace_syntax;
 
 pub use replay::{
     difference_reason, populate, replay, verify_pass, Differences, Pass, StartingTree,
