@@ -136,6 +136,9 @@ pub use crate::raw::LOCKLESS;
 pub use crate::stats::StatsSnapshot;
 pub use crate::unopened::{OpenCount, Openable, Opened, Unopened};
 
+#[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+pub mod experimental;
+
 // Layout: the lockref word is one 8-byte, 8-aligned unit, whichever
 // implementation is compiled (loom's atomics are larger; stats add fields).
 #[cfg(not(any(lockref_loom, feature = "stats")))]

@@ -168,3 +168,83 @@ pub(crate) fn check_lock_only(body: &Body) -> Result<String, String> {
         count("dmb")
     ))
 }
+
+/// The fetch_add word's fast path on x86_64: one `lock xadd`, the only
+/// locked instruction on the way to `ret`, and no compare-and-swap in the
+/// function at all (its refusals are out of line).
+pub(crate) fn check_x86_add(body: &Body) -> Result<String, String> {
+    if let Some(bad) = body.insns.iter().find(|i| i.mnemonic.contains("cmpxchg")) {
+        return Err(format!(
+            "a compare-and-swap in the fetch_add fast path: `{}`",
+            bad.text
+        ));
+    }
+    let fast = region(body, 0);
+    let locked: Vec<&Insn> = fast
+        .iter()
+        .map(|&n| &body.insns[n])
+        .filter(|i| is_locked(i))
+        .collect();
+    match locked.as_slice() {
+        [one] if one.mnemonic.starts_with("lock xadd") => {}
+        other => {
+            let texts: Vec<&str> = other.iter().map(|i| i.text.as_str()).collect();
+            return Err(format!(
+                "want exactly one `lock xadd` on the fast path, found {texts:?}"
+            ));
+        }
+    }
+    let path = shortest_exit_path(body, 0).ok_or("no call-free path from entry to ret")?;
+    if path.len() > X86_BUDGET {
+        return Err(format!(
+            "fast path has {} instructions, budget {X86_BUDGET}",
+            path.len()
+        ));
+    }
+    Ok(format!(
+        "one `lock xadd`, no compare-and-swap, call-free return in {} instructions",
+        path.len()
+    ))
+}
+
+/// The fetch_add word's fast path with LSE: one `ldadd` of the documented
+/// ordering inline, no other atomic and no `cas`.
+pub(crate) fn check_lse_add(body: &Body, order: Order) -> Result<String, String> {
+    let want = order.lse_add();
+    let fast = region(body, 0);
+    let atomics: Vec<&str> = fast
+        .iter()
+        .map(|&n| body.insns[n].mnemonic.as_str())
+        .filter(|m| m.starts_with("cas") || AARCH64_ATOMICS.iter().any(|a| m.starts_with(a)))
+        .collect();
+    if atomics != [want] {
+        return Err(format!(
+            "want exactly one inline `{want}` on the fast path, found {atomics:?}"
+        ));
+    }
+    if !fast.iter().any(|&n| is_exit(&body.insns[n])) {
+        return Err("no call-free return".into());
+    }
+    Ok(format!(
+        "one inline `{want}`, no compare-and-swap, call-free return"
+    ))
+}
+
+/// The fetch_add word without LSE: the add is a call to the matching
+/// `__aarch64_ldadd8_*` helper, and no compare-and-swap helper is called.
+pub(crate) fn check_outline_add(body: &Body, order: Order) -> Result<String, String> {
+    let calls: Vec<&str> = body
+        .insns
+        .iter()
+        .filter(|i| i.mnemonic == "bl")
+        .filter_map(|i| i.operands.split_whitespace().next())
+        .filter(|op| op.starts_with("__aarch64_"))
+        .collect();
+    let want = format!("__aarch64_ldadd8_{}", order.outline());
+    if calls != [want.as_str()] {
+        return Err(format!("want one call to `{want}`, found {calls:?}"));
+    }
+    Ok(format!(
+        "outline atomics: one call to `{want}`, no compare-and-swap helper"
+    ))
+}

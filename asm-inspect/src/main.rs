@@ -37,7 +37,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::cargo_asm::{build, host_target, BuildError};
-use crate::checks::{check_lock_only, check_lse, check_outline, check_x86};
+use crate::checks::{
+    check_lock_only, check_lse, check_lse_add, check_outline, check_outline_add, check_x86,
+    check_x86_add,
+};
 use crate::listing::{alias_of, function};
 
 /// Each probe and the memory ordering its documentation promises.
@@ -49,6 +52,14 @@ const PROBES: &[(&str, Order)] = &[
     ("probe_put_or_lock", Order::Release),
     ("probe_counted_clone", Order::Relaxed),
     ("probe_counted_drop", Order::Release),
+];
+
+/// The experimental fetch_add word's probes (not in the lock-only build,
+/// which has no such word).
+const ADD_PROBES: &[(&str, Order)] = &[
+    ("probe_add_get", Order::Relaxed),
+    ("probe_add_get_not_dead", Order::Acquire),
+    ("probe_add_put_return", Order::Release),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +76,15 @@ impl Order {
             Order::Relaxed => "cas",
             Order::Acquire => "casa",
             Order::Release => "casl",
+        }
+    }
+
+    /// The LSE instruction for a 64-bit fetch_add of this ordering.
+    pub(crate) fn lse_add(self) -> &'static str {
+        match self {
+            Order::Relaxed => "ldadd",
+            Order::Acquire => "ldadda",
+            Order::Release => "ldaddl",
         }
     }
 
@@ -120,7 +140,13 @@ fn main() -> ExitCode {
                 continue;
             }
         };
-        for &(probe, order) in PROBES {
+        let lock_only = name.starts_with("thumbv7em");
+        let add_probes = if lock_only { &[][..] } else { ADD_PROBES };
+        for (&(probe, order), add_word) in PROBES
+            .iter()
+            .map(|p| (p, false))
+            .chain(add_probes.iter().map(|p| (p, true)))
+        {
             let Some(body) = function(&asm, probe) else {
                 // The compiler may emit a probe as an alias of an identical
                 // function (`probe = symbol`).
@@ -143,10 +169,13 @@ fn main() -> ExitCode {
                     println!("    {}", i.text);
                 }
             }
-            let verdict = match name {
-                "x86_64" => check_x86(&body),
-                "aarch64 +lse" => check_lse(&body, order),
-                n if n.starts_with("aarch64 default") => check_outline(&body, order),
+            let verdict = match (name, add_word) {
+                ("x86_64", false) => check_x86(&body),
+                ("x86_64", true) => check_x86_add(&body),
+                ("aarch64 +lse", false) => check_lse(&body, order),
+                ("aarch64 +lse", true) => check_lse_add(&body, order),
+                (n, false) if n.starts_with("aarch64 default") => check_outline(&body, order),
+                (n, true) if n.starts_with("aarch64 default") => check_outline_add(&body, order),
                 _ => check_lock_only(&body),
             };
             match verdict {

@@ -88,7 +88,8 @@ pub struct Config {
     /// Hash buckets: clamped to `1 ..=` [`MAX_BUCKETS`], then rounded up
     /// to a power of two; `0` (the default) sizes the table for
     /// [`max_unused`](Self::max_unused): one bucket per unused dentry kept,
-    /// at least 16. The table is never resized (the kernel's
+    /// at least 16 and at most [`MAX_AUTO_BUCKETS`] (a larger table must be
+    /// asked for). The table is never resized (the kernel's
     /// `dentry_hashtable` is sized once, at boot): with the shrinker
     /// keeping the entries near that number, chains stay short unless far
     /// more dentries than that are in use at once.
@@ -123,21 +124,25 @@ impl Default for Config {
 /// The fewest buckets a table sized from [`Config::max_unused`] gets.
 pub(crate) const MIN_AUTO_BUCKETS: usize = 16;
 
+/// The most buckets a table sized from [`Config::max_unused`] gets (2^16,
+/// 1 MiB): an unbounded `max_unused` does not allocate the largest table.
+pub const MAX_AUTO_BUCKETS: usize = 1 << 16;
+
 impl Config {
     /// The bucket count this configuration builds: a power of two in
     /// `1 ..=` [`MAX_BUCKETS`].
     ///
     /// ```
-    /// use lockref_dcache::{Config, MAX_BUCKETS};
+    /// use lockref_dcache::{Config, MAX_AUTO_BUCKETS, MAX_BUCKETS};
     ///
     /// assert_eq!(Config::default().table_buckets(), 4096); // sized for max_unused
     /// assert_eq!(Config { buckets: 1000, ..Config::default() }.table_buckets(), 1024);
     /// assert_eq!(Config { buckets: usize::MAX, ..Config::default() }.table_buckets(), MAX_BUCKETS);
-    /// assert_eq!(Config { max_unused: usize::MAX, ..Config::default() }.table_buckets(), MAX_BUCKETS);
+    /// assert_eq!(Config { max_unused: usize::MAX, ..Config::default() }.table_buckets(), MAX_AUTO_BUCKETS);
     /// ```
     pub fn table_buckets(&self) -> usize {
         let wanted = if self.buckets == 0 {
-            self.max_unused.max(MIN_AUTO_BUCKETS)
+            self.max_unused.clamp(MIN_AUTO_BUCKETS, MAX_AUTO_BUCKETS)
         } else {
             self.buckets
         };

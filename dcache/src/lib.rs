@@ -93,7 +93,7 @@ pub mod testing;
 mod walk;
 
 pub use crate::cache::Dcache;
-pub use crate::config::{Config, Variants, MAX_BUCKETS};
+pub use crate::config::{Config, Variants, MAX_AUTO_BUCKETS, MAX_BUCKETS};
 pub use crate::dentry_ref::DentryRef;
 pub use crate::empty_file::EmptyFile;
 pub use crate::errno::Errno;

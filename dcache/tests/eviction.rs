@@ -12,9 +12,12 @@ use common::*;
 /// Miri, which runs about a thousand times slower.
 const MISSES: usize = if cfg!(miri) { 300 } else { 100_000 };
 
+/// A cache keeping `max_unused` unused dentries, on a small table (a
+/// large one costs Miri minutes to build).
 fn bounded(max_unused: usize) -> Dcache {
     Dcache::new(Config {
         max_unused,
+        buckets: 64,
         ..Config::default()
     })
 }

@@ -5,7 +5,7 @@ use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
 use lockref_dcache::{Config, Dcache, Errno, OpenFlags, Variants};
 use lockref_fuse::{CountedTable, LockedTable, RequestMix};
 use lockref_measure::layout::{DentryLayout, LookupLine, OwnLine};
-use lockref_measure::{Floor, GetPut, LockRefGetPut};
+use lockref_measure::{AddWordGetPut, Floor, GetPut, LockRefGetPut};
 
 /// A testcase, as will-it-scale names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,7 +28,8 @@ pub enum Testcase {
     /// dcache's layout is fixed at compile time, so this runs the lookup
     /// and the reference on two small dentry layouts.
     Stat2,
-    /// get + put on one shared LockRef, each policy and the fetch_add floor.
+    /// get + put on one shared LockRef, each policy, the experimental
+    /// fetch_add word and the fetch_add floor.
     Lockref,
     /// The FUSE inode table's share of a LOOKUP, OPEN, READ, RELEASE and
     /// FORGET on one shared file: virtiofsd's table against lockref's.
@@ -78,7 +79,13 @@ impl Testcase {
             Testcase::Creat => &["lock first", "lookup first"],
             Testcase::TryLookup => &["revalidate", "no revalidate"],
             Testcase::Stat2 => &["lookup line", "own line"],
-            Testcase::Lockref => &["fetch_add floor", "KernelRetry", "WaitUnlock", "ExpBackoff"],
+            Testcase::Lockref => &[
+                "fetch_add floor",
+                "KernelRetry",
+                "WaitUnlock",
+                "ExpBackoff",
+                "fetch_add word",
+            ],
             Testcase::Inodes => &["virtiofsd", "lockref"],
         }
     }
@@ -151,7 +158,8 @@ impl Testcase {
                 0 => State::Floor(Floor::new()),
                 1 => State::KernelRetry(LockRefGetPut::new()),
                 2 => State::WaitUnlock(LockRefGetPut::new()),
-                _ => State::ExpBackoff(LockRefGetPut::new()),
+                3 => State::ExpBackoff(LockRefGetPut::new()),
+                _ => State::AddWord(AddWordGetPut::new()),
             },
             Testcase::Inodes if seed_after => State::CountedInodes(RequestMix::new()),
             Testcase::Inodes => State::LockedInodes(RequestMix::new()),
@@ -239,6 +247,7 @@ impl Worker<'_> {
             (Testcase::Lockref, State::KernelRetry(r)) => r.get_put(),
             (Testcase::Lockref, State::WaitUnlock(r)) => r.get_put(),
             (Testcase::Lockref, State::ExpBackoff(r)) => r.get_put(),
+            (Testcase::Lockref, State::AddWord(r)) => r.get_put(),
             (Testcase::Inodes, State::LockedInodes(m)) => m.run_once(),
             (Testcase::Inodes, State::CountedInodes(m)) => m.run_once(),
             _ => return Err(Errno::Inval),
@@ -278,6 +287,8 @@ pub enum State {
     WaitUnlock(LockRefGetPut<WaitUnlock>),
     /// A lockref with exponential backoff.
     ExpBackoff(LockRefGetPut<ExpBackoff>),
+    /// The experimental fetch_add word.
+    AddWord(AddWordGetPut),
     /// The virtiofsd-style FUSE inode table.
     LockedInodes(RequestMix<LockedTable>),
     /// The lockref FUSE inode table.

@@ -212,8 +212,8 @@ fn runs_produce_outputs_that_parse_back() {
     opts.testcases = vec![Testcase::Open3, Testcase::Lockref];
     let mut out = Vec::new();
     let results = run_testcases(&opts, &mut out).unwrap();
-    // open3: 2 variants x 2 thread counts; lockref: 4 x 2.
-    assert_eq!(results.len(), 12);
+    // open3: 2 variants x 2 thread counts; lockref: 5 x 2.
+    assert_eq!(results.len(), 14);
     assert!(results.iter().all(|m| m.total > 0.0 && m.min <= m.max));
     let summary = report::summary(&results);
     assert!(summary.contains("open3") && summary.contains("consume") && summary.contains("+39%"));
@@ -228,7 +228,7 @@ fn runs_produce_outputs_that_parse_back() {
         .deserialize()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(rows.len(), 12);
+    assert_eq!(rows.len(), 14);
     for (row, m) in rows.iter().zip(&results) {
         assert_eq!(
             (&row.testcase, &row.variant, row.tasks),
@@ -295,7 +295,7 @@ fn repeat_reports_the_median_run() {
     opts.threads = vec![1];
     opts.repeat = 3;
     let results = run_testcases(&opts, &mut Vec::new()).unwrap();
-    assert_eq!(results.len(), 4, "one result per variant, not per run");
+    assert_eq!(results.len(), 5, "one result per variant, not per run");
     let m = |t: f64| Measurement {
         testcase: "x".into(),
         variant: "y".into(),

@@ -100,6 +100,46 @@ pub fn lockref_get_put<T: Send, P: Policy>(r: &LockRef<T, P>) {
     }
 }
 
+/// The experimental fetch_add word: `get`, then `put_return`, one locked
+/// instruction each (its put never gives up: it needs no fallback).
+///
+/// ```
+/// use lockref_measure::{AddWordGetPut, GetPut};
+///
+/// let r = AddWordGetPut::new();
+/// r.get_put();
+/// assert_eq!(r.lockref().count(), Some(1));
+/// ```
+#[derive(Debug)]
+pub struct AddWordGetPut(lockref::experimental::AddLockRef<()>);
+
+impl AddWordGetPut {
+    /// One reference, held by the benchmark itself.
+    pub fn new() -> Self {
+        AddWordGetPut(lockref::experimental::AddLockRef::new(()))
+    }
+
+    /// The lockref.
+    pub fn lockref(&self) -> &lockref::experimental::AddLockRef<()> {
+        &self.0
+    }
+}
+
+impl Default for AddWordGetPut {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl GetPut for AddWordGetPut {
+    #[inline]
+    fn get_put(&self) {
+        self.0.get();
+        // SAFETY: the reference `get` just took.
+        let _ = unsafe { self.0.put_return() };
+    }
+}
+
 /// An object counted by [`CountedRef`]: the handle's clone and drop are
 /// what [`CountedRefGetPut`] measures.
 pub struct Counted {

@@ -18,6 +18,6 @@ pub mod layout;
 pub mod machine;
 pub mod min_max;
 
-pub use get_put::{CountedRefGetPut, Floor, GetPut, LockRefGetPut};
+pub use get_put::{AddWordGetPut, CountedRefGetPut, Floor, GetPut, LockRefGetPut};
 pub use machine::{cpus, machine};
 pub use min_max::min_max;

@@ -5,6 +5,8 @@
 use crate::policy::Policy;
 use crate::{LockRef, SATURATED};
 
+#[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+mod add_word;
 mod counted;
 mod lock;
 mod operations;

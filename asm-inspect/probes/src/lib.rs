@@ -82,3 +82,34 @@ pub fn probe_counted_clone(r: &CountedRef<Probed>) -> CountedRef<Probed> {
 pub fn probe_counted_drop(r: CountedRef<Probed>) {
     drop(r);
 }
+
+/// `AddLockRef::get`: one fetch_add.
+#[cfg(target_has_atomic = "64")]
+#[no_mangle]
+#[inline(never)]
+pub fn probe_add_get(r: &lockref::experimental::AddLockRef<()>) {
+    r.get();
+}
+
+/// `AddLockRef::get_not_dead`: one fetch_add, the undo out of line.
+#[cfg(target_has_atomic = "64")]
+#[no_mangle]
+#[inline(never)]
+pub fn probe_add_get_not_dead(r: &lockref::experimental::AddLockRef<()>) -> bool {
+    r.get_not_dead()
+}
+
+/// `AddLockRef::put_return`: one fetch_sub, the undo out of line.
+///
+/// # Safety
+///
+/// The caller owns a reference.
+#[cfg(target_has_atomic = "64")]
+#[no_mangle]
+#[inline(never)]
+pub unsafe fn probe_add_put_return(
+    r: &lockref::experimental::AddLockRef<()>,
+) -> Result<u32, PutError> {
+    // SAFETY: the caller's.
+    unsafe { r.put_return() }
+}

@@ -1,0 +1,159 @@
+//! The experimental fetch_add word: every operation in every state, adds
+//! landing while the lock is held, the exact kill, and a stress test with
+//! exact final counts.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::experimental::{AddLockRef, SATURATED};
+use crate::{CountError, PutError};
+
+use super::{ITERS, THREADS};
+
+/// # Safety
+///
+/// The caller owns a reference on `r`.
+unsafe fn put(r: &AddLockRef<()>) -> Result<u32, PutError> {
+    // SAFETY: the caller's.
+    unsafe { r.put_return() }
+}
+
+#[test]
+fn gets_and_puts_count() {
+    let r = AddLockRef::new(());
+    assert_eq!(r.count(), Some(1));
+    r.get();
+    assert!(r.get_not_dead());
+    assert!(r.get_not_zero());
+    assert_eq!(r.count(), Some(4));
+    // SAFETY: four references are ours.
+    unsafe {
+        assert_eq!(put(&r), Ok(3));
+        assert_eq!(put(&r), Ok(2));
+        assert_eq!(put(&r), Ok(1));
+        assert_eq!(put(&r), Ok(0));
+    }
+    assert_eq!(r.count(), Some(0));
+    assert!(!r.get_not_zero(), "zero: no reference by get_not_zero");
+    assert_eq!(r.count(), Some(0), "and no trace of the attempt");
+    assert!(r.get_not_dead(), "a revive from zero");
+    assert_eq!(r.count(), Some(1));
+}
+
+#[test]
+fn adds_land_while_the_lock_is_held() {
+    let r = AddLockRef::new(5u32);
+    let mut g = r.lock();
+    *g += 1;
+    // Lockless operations do not wait for the lock: the count moves under
+    // the holder, who sees at least what it knows of.
+    r.get();
+    assert!(r.get_not_dead());
+    assert_eq!(g.count(), Some(3));
+    // SAFETY: `get` took this reference.
+    assert_eq!(unsafe { r.put_return() }, Ok(2));
+    assert!(r.try_lock().is_none());
+    drop(g);
+    assert_eq!(*r.lock(), 6);
+}
+
+#[test]
+fn kill_if_zero_is_exact() {
+    let r = AddLockRef::new(());
+    assert!(!r.lock().kill_if_zero(), "count one: alive");
+    // SAFETY: `new`'s reference.
+    assert_eq!(unsafe { r.put_return() }, Ok(0));
+    assert!(r.get_not_dead(), "revived before the kill");
+    assert!(!r.lock().kill_if_zero(), "the revive wins");
+    // SAFETY: the revive's reference.
+    assert_eq!(unsafe { r.put_return() }, Ok(0));
+    let mut g = r.lock();
+    assert!(g.kill_if_zero());
+    assert_eq!(g.count(), None);
+    assert!(!g.kill_if_zero(), "killed once");
+    drop(g);
+    assert!(r.is_dead());
+    assert!(!r.get_not_dead(), "no reference on a dead object");
+    assert!(!r.get_not_zero());
+    // SAFETY: not a reference, but the contract allows a put on a dead
+    // object to be refused (the debug assertion is for zero only).
+    assert_eq!(unsafe { r.put_return() }, Err(PutError::NotPositive));
+    assert!(r.is_dead(), "and every refused add undone");
+}
+
+#[test]
+#[should_panic(expected = "dead object")]
+fn get_on_a_dead_object_panics() {
+    let r = AddLockRef::with_count((), 0).unwrap();
+    assert!(r.lock().kill_if_zero());
+    r.get();
+}
+
+#[test]
+fn the_guard_counts_exactly_and_refuses_at_zero() {
+    let r = AddLockRef::with_count((), 0).unwrap();
+    let mut g = r.lock();
+    assert_eq!(g.decrement(), Err(CountError::Underflow));
+    assert_eq!(g.count(), Some(0), "refused without a transient");
+    g.increment().unwrap();
+    assert_eq!(g.decrement(), Ok(0));
+    assert!(g.kill_if_zero());
+    assert_eq!(g.increment(), Err(CountError::Dead));
+    assert_eq!(g.decrement(), Err(CountError::Dead));
+}
+
+#[test]
+fn a_saturated_count_never_moves() {
+    assert_eq!(
+        AddLockRef::with_count((), SATURATED + 1).err(),
+        Some(CountError::OutOfRange)
+    );
+    let r = AddLockRef::with_count((), SATURATED - 1).unwrap();
+    r.get();
+    assert_eq!(r.count(), Some(SATURATED));
+    r.get();
+    assert!(r.get_not_dead() && r.get_not_zero());
+    // SAFETY: we own (more than) these references.
+    unsafe {
+        assert_eq!(r.put_return(), Ok(SATURATED));
+        assert_eq!(r.put_return(), Ok(SATURATED));
+    }
+    let mut g = r.lock();
+    assert_eq!(g.decrement(), Ok(SATURATED));
+    assert!(!g.kill_if_zero());
+    drop(g);
+    assert_eq!(r.count(), Some(SATURATED));
+}
+
+/// Threads getting and putting through every path, one killing at zero at
+/// the end: the count is exact and the kill happens once.
+#[test]
+fn concurrent_gets_and_puts_stay_exact() {
+    let r = AddLockRef::new(0usize);
+    let locked = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (r, locked) = (&r, &locked);
+            s.spawn(move || {
+                for i in 0..ITERS {
+                    match (i + t) % 3 {
+                        0 => r.get(),
+                        1 => assert!(r.get_not_dead()),
+                        _ => assert!(r.get_not_zero()),
+                    }
+                    if i % 16 == 0 {
+                        let mut g = r.lock();
+                        *g += 1;
+                        locked.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // SAFETY: the reference taken above.
+                    assert!(unsafe { r.put_return() }.unwrap() >= 1);
+                }
+            });
+        }
+    });
+    assert_eq!(r.count(), Some(1));
+    assert_eq!(*r.lock(), locked.load(Ordering::Relaxed));
+    // SAFETY: `new`'s reference.
+    assert_eq!(unsafe { r.put_return() }, Ok(0));
+    assert!(r.lock().kill_if_zero());
+}
