@@ -118,7 +118,10 @@ unsafe impl RefCounted for CountedInode {
     }
 }
 
-/// The inode table on [`CountedRef`]. See the [module docs](self).
+/// The inode table on [`CountedRef`]: a hit reads the maps (a per-thread
+/// shard of their lock) and takes its reference without a lock; every put
+/// is lockless but the last, which kills the inode under its own lock and
+/// then removes it from the maps under their write lock.
 pub struct CountedTable {
     shared: Box<Shared>,
     /// The table's own reference on the root, which never leaves.

@@ -34,7 +34,10 @@ struct Store {
     by_key: HashMap<Key, Arc<LockedInode>>,
 }
 
-/// The virtiofsd-style inode table. See the [module docs](self).
+/// The virtiofsd-style inode table: an `Arc` per inode and an atomic count
+/// of the kernel's lookups, counted under the store's lock held shared; every
+/// `FORGET` takes the lock exclusively, and the inode leaves the store when
+/// the kernel's count reaches zero.
 pub struct LockedTable {
     store: RwLock<Store>,
     next_id: AtomicU64,
