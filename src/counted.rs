@@ -1,5 +1,5 @@
-//! [`CountedRef`]: an owned reference to an object that embeds a
-//! [`LockRef`], with the keep-or-kill decision at zero.
+//! [`CountedRef`]: an owned reference to an object that embeds a lockref
+//! (either [`LockRefWord`]), with the keep-or-kill decision at zero.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -8,10 +8,8 @@ use core::ops::Deref;
 use core::ptr::NonNull;
 
 use crate::error::CountError;
-use crate::guard::{LockRefGuard, PutOrLock};
 use crate::last_put::{decide, last_put_locked, put_locked, release_chain, zero_unlocked};
-use crate::lockref::LockRef;
-use crate::policy::Policy;
+use crate::lockref_word::LockRefWord;
 
 /// What becomes of an object whose last reference went, decided by
 /// [`RefCounted::last_put`] under the object's lock.
@@ -23,11 +21,19 @@ pub enum Fate {
     /// It is marked dead under the lock (no reference can be taken any
     /// more), and then, after the lock is released,
     /// [`RefCounted::release`] tears it down and frees it.
+    ///
+    /// On the `fetch_add` word (`experimental::AddLockRef`), where a
+    /// lookup's [`CountedRef::try_get`] lands even while the lock is held,
+    /// the kill happens only if the count is still zero at the mark; if a
+    /// lookup revived the object meanwhile it stays, and its next last put
+    /// asks [`RefCounted::last_put`] again. (On [`LockRef`](crate::LockRef)
+    /// the count is frozen under the lock and the kill always happens.)
     Kill,
 }
 
-/// An object counted by the [`LockRef`] it embeds, so that
-/// [`CountedRef`] can own references to it (the kernel's dentry and
+/// An object counted by the lockref it embeds (a [`LockRef`](crate::LockRef),
+/// or the experimental `fetch_add` word `experimental::AddLockRef`), so
+/// that [`CountedRef`] can own references to it (the kernel's dentry and
 /// `dget`/`dput`; Rust-for-Linux's `AlwaysRefCounted`).
 ///
 /// # Removal from a table guarded by an outer lock
@@ -56,7 +62,7 @@ pub enum Fate {
 ///
 /// Implementers promise that:
 ///
-/// - [`lockref`](Self::lockref) returns the same `LockRef`, embedded in the
+/// - [`lockref`](Self::lockref) returns the same lockref, embedded in the
 ///   object, for the object's whole life, and that its count is changed
 ///   only by [`CountedRef`] (or under its lock by code that keeps the
 ///   count equal to the number of `CountedRef`s, and raw references handed
@@ -74,22 +80,22 @@ pub enum Fate {
 ///   [`retain_unlocked`](Self::retain_unlocked) reads changes only while
 ///   the changer holds a reference.
 pub unsafe trait RefCounted: Sized {
-    /// What the object's lock guards.
-    type Data;
-    /// The lockref's contention policy.
-    type Policy: Policy;
+    /// The lockref: [`LockRef<Data, Policy>`](crate::LockRef) (what the
+    /// lock guards, and the contention policy), or
+    /// `experimental::AddLockRef<Data>`.
+    type Word: LockRefWord;
     /// A read-side section of a deferred reclamation scheme (an epoch pin,
     /// an RCU read lock), held across a put that may reach zero without
     /// the lock; `()` for types without one.
     type Grace;
 
     /// The embedded count and lock.
-    fn lockref(&self) -> &LockRef<Self::Data, Self::Policy>;
+    fn lockref(&self) -> &Self::Word;
 
     /// Decides, with the lock held and the count zero, whether the object
     /// stays ([`Fate::Keep`]) or dies ([`Fate::Kill`]). It may change the
     /// data and take locks that nest inside the object's.
-    fn last_put(&self, guard: &mut LockRefGuard<'_, Self::Data, Self::Policy>) -> Fate;
+    fn last_put(&self, guard: &mut <Self::Word as LockRefWord>::Guard<'_>) -> Fate;
 
     /// Tears down and frees a killed object: it is dead (no reference can
     /// be taken) and no reference points to it. Returns a reference it
@@ -172,8 +178,7 @@ pub unsafe trait RefCounted: Sized {
 /// }
 ///
 /// unsafe impl RefCounted for Inode {
-///     type Data = bool;
-///     type Policy = lockref::policy::DefaultPolicy;
+///     type Word = LockRef<bool>;
 ///     type Grace = ();
 ///     fn lockref(&self) -> &LockRef<bool> {
 ///         &self.lockref
@@ -307,9 +312,9 @@ impl<T: RefCounted> CountedRef<T> {
         let this = unsafe { ptr.as_ref() };
         let n = u32::try_from(n).unwrap_or(u32::MAX);
         match this.lockref().put_many_or_lock(n) {
-            PutOrLock::Put => Ok(()),
-            PutOrLock::Locked(mut guard) => {
-                if guard.decrement_by(n)? != 0 {
+            None => Ok(()),
+            Some(mut guard) => {
+                if T::Word::decrement_by(&mut guard, n)? != 0 {
                     return Ok(());
                 }
                 let killed = decide(this, &mut guard);
@@ -334,10 +339,9 @@ impl<T: RefCounted> CountedRef<T> {
         // SAFETY: the caller keeps the object's memory valid for the call.
         let this = unsafe { ptr.as_ref() };
         let mut guard = this.lockref().lock();
-        if guard.count() != 0 {
+        if !T::Word::is_unused(&guard) || !T::Word::kill_if_zero(&mut guard) {
             return false;
         }
-        guard.mark_dead();
         drop(guard);
         // SAFETY: dead under the lock at count zero, by this thread.
         unsafe { release_chain(ptr) };
@@ -356,10 +360,11 @@ impl<T: RefCounted> CountedRef<T> {
         let grace = if crate::LOCKLESS { T::grace() } else { None };
         let killed = match grace {
             None => match this.lockref().put_or_lock() {
-                PutOrLock::Put => false,
-                PutOrLock::Locked(guard) => last_put_locked(this, guard),
+                None => false,
+                Some(guard) => last_put_locked(this, guard),
             },
-            Some(grace) => match this.lockref().put_return() {
+            // SAFETY: the handle owned the reference this gives up.
+            Some(grace) => match unsafe { this.lockref().put_owned() } {
                 Ok(n) if n > 0 => false,
                 // SAFETY: `grace` keeps the memory valid from before our put.
                 Ok(_) => unsafe { zero_unlocked(ptr, grace) },
@@ -371,7 +376,8 @@ impl<T: RefCounted> CountedRef<T> {
 }
 
 impl<T: RefCounted> Clone for CountedRef<T> {
-    /// Takes a reference (`lockref_get`): one lockless compare-and-swap.
+    /// Takes a reference (`lockref_get`): one lockless compare-and-swap
+    /// (one `fetch_add` on the experimental word).
     #[inline]
     fn clone(&self) -> Self {
         self.lockref().get();

@@ -41,9 +41,9 @@
 //! | `get_not_dead` | CAS loop; fails on dead | one `lock xadd`; on dead, undone and fails. A revive from zero succeeds, locked or not |
 //! | `get_not_zero` | CAS loop | CAS loop (not an add: a refused add at zero would be a transient count of one that makes a concurrent [`kill_if_zero`](AddLockRefGuard::kill_if_zero) miss a death) |
 //! | `put_return` | CAS loop; refuses while locked; safe (refuses at zero) | one `lock xadd`; reports the new count, zero included, locked or not; `unsafe`: the caller must own a reference, because a put at zero lands before it is checked |
-//! | `put_or_lock` | lockless unless last | **not offered**: deciding "not the last" before the decrement needs a CAS, and decrementing first shows a zero that did not happen (a counterexample: see the loom model `a_put_that_undoes_shows_a_false_zero`) |
+//! | `put_or_lock`, `put_many_or_lock` | CAS loop; lockless unless last | CAS loop, not an add: "not the last" must be decided before the decrement, and decrementing first shows a zero that did not happen (the counterexample: the loom model `a_put_that_undoes_shows_a_false_zero`); lockless while locked too |
 //! | guard `count` | frozen while held | a snapshot: at least the references the holder knows of |
-//! | guard `increment`/`decrement` | plain, under the lock | an atomic add, and a CAS loop (refuses at zero without a transient); other adds land meanwhile |
+//! | guard `increment`/`decrement`/`decrement_by` | plain, under the lock | an atomic add, and a CAS loop (refuses at zero without a transient); other adds land meanwhile |
 //! | guard `set_count` | absolute | **not offered** (would erase concurrent adds) |
 //! | guard `mark_dead` | unconditional | [`kill_if_zero`](AddLockRefGuard::kill_if_zero): a CAS from zero to dead, which fails if a lookup revived the object meanwhile |
 //!
@@ -59,8 +59,21 @@
 //! the same condition as the kernel's `fast_dput` and
 //! [`RefCounted::grace`](crate::RefCounted::grace).
 //!
+//! # Behind `CountedRef`
+//!
+//! `AddLockRef` is a [`LockRefWord`](crate::LockRefWord), so a
+//! [`RefCounted`](crate::RefCounted) object can embed it (`type Word =
+//! AddLockRef<Data>`) and be counted by [`CountedRef`](crate::CountedRef):
+//! clone is one `lock xadd`; a drop is `put_or_lock` (a CAS loop) or, for
+//! types with a grace section, one `lock xadd` (`put_return`); the last
+//! put's kill is [`kill_if_zero`](AddLockRefGuard::kill_if_zero), so a
+//! lookup that revives the object while its last put holds the lock makes
+//! the kill fail, and the reviver's own last put decides again.
+//!
 //! This type is experimental: measured and modelled (`loom-tests/tests/
-//! add_word.rs`), not yet behind [`CountedRef`](crate::CountedRef).
+//! add_word.rs`, and every `CountedRef` model in `loom-tests/tests/
+//! counted.rs` runs on it too); [`LockRef`](crate::LockRef) stays the
+//! default.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -349,6 +362,61 @@ impl<T> AddLockRef<T> {
         Err(PutError::NotPositive)
     }
 
+    /// Drops a reference unless it is the last (count one or less, or
+    /// dead): then takes the lock without changing the count and returns
+    /// the guard, for the caller to decrement and decide under it
+    /// (`lockref_put_or_lock`). `None`: the reference was dropped.
+    ///
+    /// A compare-and-swap loop, not an add: "not the last" must be decided
+    /// before the decrement (the loom model
+    /// `a_put_that_undoes_shows_a_false_zero` shows what a decrement that
+    /// is undone at one does). It puts locklessly while the lock is held,
+    /// since on this word adds land under the lock anyway. Safe without a
+    /// reference: it never changes a count of one or less.
+    ///
+    /// ```
+    /// use lockref::experimental::AddLockRef;
+    ///
+    /// let r = AddLockRef::with_count((), 2).unwrap();
+    /// assert!(r.put_or_lock().is_none());
+    /// let mut last = r.put_or_lock().expect("the last reference");
+    /// assert_eq!(last.decrement(), Ok(0));
+    /// assert!(last.kill_if_zero());
+    /// ```
+    #[inline]
+    pub fn put_or_lock(&self) -> Option<AddLockRefGuard<'_, T>> {
+        self.put_many_or_lock(1)
+    }
+
+    /// As [`put_or_lock`](Self::put_or_lock) for `n` references: dropped
+    /// without the lock unless the count is `n` or less (or dead); a
+    /// saturated count stays.
+    pub fn put_many_or_lock(&self, n: u32) -> Option<AddLockRefGuard<'_, T>> {
+        // Relaxed: the first guess; the CAS decides.
+        let mut old = self.word.load(Ordering::Relaxed);
+        loop {
+            match decode(old) {
+                Count::Live(c) if c > n => {}
+                Count::Saturated => return None,
+                Count::Live(_) | Count::Negative | Count::Dead => return Some(self.lock()),
+            }
+            // Release: our writes before the put, for whoever takes the
+            // count to zero later (it acquires).
+            match self.word.compare_exchange_weak(
+                old,
+                old - u64::from(n),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return None,
+                Err(now) => {
+                    old = now;
+                    spin_loop();
+                }
+            }
+        }
+    }
+
     /// Takes the lock (a test-and-set spinlock; spins, then yields with
     /// `std`).
     pub fn lock(&self) -> AddLockRefGuard<'_, T> {
@@ -459,6 +527,18 @@ impl<T> AddLockRefGuard<'_, T> {
     /// [`CountError::Underflow`] at zero, [`CountError::Dead`] on a dead
     /// object (nothing changed).
     pub fn decrement(&mut self) -> Result<u32, CountError> {
+        self.decrement_by(1)
+    }
+
+    /// Drops `n` references under the lock; returns the count left. A
+    /// compare-and-swap loop, as [`decrement`](Self::decrement). A
+    /// saturated count stays.
+    ///
+    /// # Errors
+    ///
+    /// [`CountError::Underflow`] if fewer than `n` are counted,
+    /// [`CountError::Dead`] on a dead object (nothing changed).
+    pub fn decrement_by(&mut self, n: u32) -> Result<u32, CountError> {
         let word = &self.lockref.word;
         // Relaxed: the first guess; the CAS decides.
         let mut old = word.load(Ordering::Relaxed);
@@ -466,12 +546,23 @@ impl<T> AddLockRefGuard<'_, T> {
             let left = match decode(old) {
                 Count::Dead => return Err(CountError::Dead),
                 Count::Saturated => return Ok(SATURATED),
-                Count::Live(0) | Count::Negative => return Err(CountError::Underflow),
-                Count::Live(n) => n - 1,
+                Count::Live(c) if c >= n => c - n,
+                Count::Live(_) | Count::Negative => return Err(CountError::Underflow),
             };
             // Release: as `put_return`.
-            match word.compare_exchange_weak(old, old - 1, Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => return Ok(left),
+            match word.compare_exchange_weak(
+                old,
+                old - u64::from(n),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    if left == 0 {
+                        // Acquire: as `put_return` reaching zero.
+                        fence(Ordering::Acquire);
+                    }
+                    return Ok(left);
+                }
                 Err(now) => old = now,
             }
         }

@@ -6,7 +6,10 @@
 use core::ptr::NonNull;
 
 use crate::counted::{Fate, RefCounted};
-use crate::guard::{LockRefGuard, PutOrLock};
+use crate::lockref_word::LockRefWord;
+
+/// The held lock of a `T`'s lockref.
+type Guard<'a, T> = <<T as RefCounted>::Word as LockRefWord>::Guard<'a>;
 
 // The functions below never free: an object is freed only by
 // `release_chain`, called where no reference to it is a live argument (a
@@ -17,11 +20,8 @@ use crate::guard::{LockRefGuard, PutOrLock};
 /// and decides. Returns whether the object was killed.
 #[cold]
 #[inline(never)]
-pub(crate) fn last_put_locked<T: RefCounted>(
-    this: &T,
-    mut guard: LockRefGuard<'_, T::Data, T::Policy>,
-) -> bool {
-    match guard.decrement() {
+pub(crate) fn last_put_locked<T: RefCounted>(this: &T, mut guard: Guard<'_, T>) -> bool {
+    match T::Word::decrement_by(&mut guard, 1) {
         Ok(0) => decide(this, &mut guard),
         Ok(_) => false,
         Err(e) => {
@@ -50,7 +50,7 @@ pub(crate) unsafe fn zero_unlocked<T: RefCounted>(ptr: NonNull<T>, grace: T::Gra
     let mut guard = this.lockref().lock();
     // A lookup may have revived it (and maybe put it again: then the other
     // putter decides, or decided and killed it).
-    let killed = guard.count() == 0 && !guard.is_dead() && decide(this, &mut guard);
+    let killed = T::Word::is_unused(&guard) && decide(this, &mut guard);
     drop(guard);
     drop(grace);
     killed
@@ -63,25 +63,20 @@ pub(crate) unsafe fn zero_unlocked<T: RefCounted>(ptr: NonNull<T>, grace: T::Gra
 #[inline(never)]
 pub(crate) fn put_locked<T: RefCounted>(this: &T, grace: T::Grace) -> bool {
     let killed = match this.lockref().put_or_lock() {
-        PutOrLock::Put => false,
-        PutOrLock::Locked(guard) => last_put_locked(this, guard),
+        None => false,
+        Some(guard) => last_put_locked(this, guard),
     };
     drop(grace);
     killed
 }
 
 /// At count zero, lock held: asks the object, and marks it dead if told to
-/// kill it. Returns whether it did.
-pub(crate) fn decide<T: RefCounted>(
-    this: &T,
-    guard: &mut LockRefGuard<'_, T::Data, T::Policy>,
-) -> bool {
+/// kill it and the count is still zero (on the `fetch_add` word a lookup
+/// may have revived it meanwhile). Returns whether it killed.
+pub(crate) fn decide<T: RefCounted>(this: &T, guard: &mut Guard<'_, T>) -> bool {
     match this.last_put(guard) {
         Fate::Keep => false,
-        Fate::Kill => {
-            guard.mark_dead();
-            true
-        }
+        Fate::Kill => T::Word::kill_if_zero(guard),
     }
 }
 

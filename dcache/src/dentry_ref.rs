@@ -10,7 +10,6 @@ use std::string::String;
 use std::sync::Arc;
 
 use crossbeam_epoch::{self as epoch, Owned, Shared};
-use lockref::policy::DefaultPolicy;
 use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 
 use crate::cache::Dcache;
@@ -30,8 +29,7 @@ use crate::name;
 // dentry's lock, where no lockless put can land; a stale read of them can
 // only keep a hashed dentry off the LRU, which the cache's drop still frees.
 unsafe impl RefCounted for Dentry {
-    type Data = Revalidation;
-    type Policy = DefaultPolicy;
+    type Word = LockRef<Revalidation>;
     type Grace = epoch::Guard;
 
     fn lockref(&self) -> &LockRef<Revalidation> {

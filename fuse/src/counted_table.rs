@@ -18,7 +18,6 @@ use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lockref::policy::DefaultPolicy;
 use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
@@ -83,8 +82,7 @@ impl Shared {
 // lookup is still looking at it: lookups count under the read lock) and
 // frees it, once.
 unsafe impl RefCounted for CountedInode {
-    type Data = ();
-    type Policy = DefaultPolicy;
+    type Word = LockRef<()>;
     type Grace = ();
 
     fn lockref(&self) -> &LockRef<()> {

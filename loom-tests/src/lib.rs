@@ -14,6 +14,7 @@ pub use model::*;
 #[cfg(loom)]
 mod model {
     use lockref::policy::Policy;
+    use lockref::{LockRef, LockRefWord};
 
     /// The preemption bound used when `LOOM_MAX_PREEMPTIONS` is not set.
     pub const DEFAULT_PREEMPTIONS: usize = 3;
@@ -69,6 +70,33 @@ mod model {
         fn lock_held(&mut self) -> bool {
             loom::thread::yield_now();
             true
+        }
+    }
+
+    /// The words a `CountedRef` model runs on, as the models build and
+    /// read them: each `CountedRef` model runs once per word.
+    pub trait TestWord<D>: LockRefWord<Data = D> + Send + Sync + Sized + 'static {
+        /// Unlocked with `count` references.
+        fn with_count(data: D, count: u32) -> Self;
+        /// The count now; `None` if dead.
+        fn live_count(&self) -> Option<u32>;
+    }
+
+    impl<D: Send + 'static> TestWord<D> for LockRef<D> {
+        fn with_count(data: D, count: u32) -> Self {
+            LockRef::with_count(data, count.try_into().unwrap()).unwrap()
+        }
+        fn live_count(&self) -> Option<u32> {
+            u32::try_from(self.count()).ok()
+        }
+    }
+
+    impl<D: Send + 'static> TestWord<D> for lockref::experimental::AddLockRef<D> {
+        fn with_count(data: D, count: u32) -> Self {
+            Self::with_count(data, count).unwrap()
+        }
+        fn live_count(&self) -> Option<u32> {
+            self.count()
         }
     }
 }

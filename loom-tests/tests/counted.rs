@@ -1,16 +1,15 @@
 //! Loom models of `CountedRef`, `PathRef` and `Unopened`/`Opened`, one per
-//! race. Run with `--cfg loom --cfg lockref_loom`. Every racing side runs on
-//! a spawned thread: loom 0.7 explores far fewer interleavings of work done
+//! race; the `CountedRef` and `PathRef` models once per word (`cas_word::`
+//! on `LockRef`, `add_word::` on the experimental `AddLockRef`). Run with
+//! `--cfg loom --cfg lockref_loom`. Every racing side runs on a spawned
+//! thread: loom 0.7 explores far fewer interleavings of work done
 //! on the model's main thread (a model with its reader there ran once).
 #![cfg(loom)]
 
 use std::ptr::NonNull;
 
-use lockref::{
-    CountedRef, Fate, LockRef, LockRefGuard, OpenCount, Openable, Opened, PathRef, RefCounted,
-    Unopened,
-};
-use lockref_loom_tests::model;
+use lockref::{CountedRef, Fate, OpenCount, Openable, Opened, PathRef, RefCounted, Unopened};
+use lockref_loom_tests::{model, TestWord};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};
@@ -34,10 +33,10 @@ struct World {
 
 impl World {
     /// Frees the recycled memory; call once every handle is gone.
-    fn finish(&self) {
+    fn finish<W: TestWord<bool>>(&self) {
         for ptr in self.recycled.lock().unwrap().drain(..) {
             // SAFETY: recycled by `release`, referenced by nobody.
-            drop(unsafe { Box::from_raw(ptr as *mut Obj) });
+            drop(unsafe { Box::from_raw(ptr as *mut Obj<W>) });
         }
     }
 }
@@ -45,8 +44,8 @@ impl World {
 /// A test object. Each holder writes its slot (a loom-tracked cell) before
 /// dropping its reference; `release` reads every slot, so a put or a lock
 /// that did not order the holders' writes before the release is a race.
-struct Obj {
-    lockref: LockRef<bool>,
+struct Obj<W> {
+    lockref: W,
     world: Arc<World>,
     slots: [UnsafeCell<u32>; 2],
 }
@@ -54,16 +53,15 @@ struct Obj {
 // SAFETY: objects are made by `new_obj` (a `Box`), counted only by
 // `CountedRef`; `release` removes the table entry under the table's lock
 // before freeing.
-unsafe impl RefCounted for Obj {
-    type Data = bool;
-    type Policy = lockref::policy::DefaultPolicy;
+unsafe impl<W: TestWord<bool>> RefCounted for Obj<W> {
+    type Word = W;
     type Grace = ();
 
-    fn lockref(&self) -> &LockRef<bool> {
+    fn lockref(&self) -> &W {
         &self.lockref
     }
 
-    fn last_put(&self, keep: &mut LockRefGuard<'_, bool>) -> Fate {
+    fn last_put(&self, keep: &mut W::Guard<'_>) -> Fate {
         if **keep {
             Fate::Keep
         } else {
@@ -91,7 +89,7 @@ unsafe impl RefCounted for Obj {
         unsafe {
             core::ptr::drop_in_place(this.as_ptr());
             this.as_ptr().write(Obj {
-                lockref: LockRef::with_count(false, 0).unwrap(),
+                lockref: W::with_count(false, 0),
                 world: world.clone(),
                 slots: [UnsafeCell::new(0), UnsafeCell::new(0)],
             });
@@ -103,20 +101,20 @@ unsafe impl RefCounted for Obj {
 }
 
 // SAFETY: the slots are written by distinct threads, each before its put.
-unsafe impl Send for Obj {}
+unsafe impl<W: Send + Sync> Send for Obj<W> {}
 // SAFETY: as above.
-unsafe impl Sync for Obj {}
+unsafe impl<W: Send + Sync> Sync for Obj<W> {}
 
-impl Obj {
+impl<W> Obj<W> {
     fn write_slot(&self, i: usize) {
         // SAFETY: slot `i` belongs to thread `i`.
         self.slots[i].with_mut(|v| unsafe { *v = i as u32 + 1 });
     }
 }
 
-fn new_obj(world: &Arc<World>, keep: bool) -> CountedRef<Obj> {
+fn new_obj<W: TestWord<bool>>(world: &Arc<World>, keep: bool) -> CountedRef<Obj<W>> {
     let obj = Box::new(Obj {
-        lockref: LockRef::new(keep),
+        lockref: W::with_count(keep, 1),
         world: world.clone(),
         slots: [UnsafeCell::new(0), UnsafeCell::new(0)],
     });
@@ -127,20 +125,19 @@ fn new_obj(world: &Arc<World>, keep: bool) -> CountedRef<Obj> {
 }
 
 /// A lookup through the outer table: under its lock, find and `try_get`.
-fn lookup(world: &World) -> Option<CountedRef<Obj>> {
+fn lookup<W: TestWord<bool>>(world: &World) -> Option<CountedRef<Obj<W>>> {
     let table = world.table.lock().unwrap();
-    let ptr = NonNull::new((*table)? as *mut Obj)?;
+    let ptr = NonNull::new((*table)? as *mut Obj<W>)?;
     // SAFETY: in the table, so not freed while we hold its lock.
     unsafe { CountedRef::try_get(ptr) }
 }
 
 /// Two holders drop their references at once, one after a clone: the last
 /// put kills exactly once, and the release sees both holders' writes.
-#[test]
-fn clone_and_drop_race_the_last_put_and_its_kill() {
+fn clone_and_drop_race_the_last_put_and_its_kill<W: TestWord<bool>>() {
     model(|| {
         let world = Arc::new(World::default());
-        let a = new_obj(&world, false);
+        let a = new_obj::<W>(&world, false);
         let b = a.clone();
         let t = thread::spawn(move || {
             let c = b.clone();
@@ -155,34 +152,33 @@ fn clone_and_drop_race_the_last_put_and_its_kill() {
         t.join().unwrap();
         u.join().unwrap();
         assert_eq!(world.released.load(SeqCst), 1);
-        world.finish();
+        world.finish::<W>();
     });
 }
 
 /// The last put of a kept object races a lookup: the object stays at count
 /// zero (or the lookup's reference), findable, never released.
-#[test]
-fn keep_leaves_a_findable_object_at_zero() {
+fn keep_leaves_a_findable_object_at_zero<W: TestWord<bool>>() {
     model(|| {
         let world = Arc::new(World::default());
-        let a = new_obj(&world, true);
+        let a = new_obj::<W>(&world, true);
         let w = world.clone();
         let t = thread::spawn(move || {
-            let found = lookup(&w).expect("kept objects stay findable");
+            let found = lookup::<W>(&w).expect("kept objects stay findable");
             assert_eq!(w.released.load(SeqCst), 0);
             drop(found);
         });
         let u = thread::spawn(move || drop(a));
         t.join().unwrap();
         u.join().unwrap();
-        let again = lookup(&world).expect("still in the table");
-        assert_eq!(again.lockref.count(), 1);
+        let again = lookup::<W>(&world).expect("still in the table");
+        assert_eq!(again.lockref.live_count(), Some(1));
         assert_eq!(world.released.load(SeqCst), 0);
         // Tear down: no longer kept, the last put kills it.
         *again.lockref.lock() = false;
         drop(again);
         assert_eq!(world.released.load(SeqCst), 1);
-        world.finish();
+        world.finish::<W>();
     });
 }
 
@@ -191,14 +187,13 @@ fn keep_leaves_a_findable_object_at_zero() {
 /// it; the kill removes the entry under the table's lock, after marking
 /// the object dead under its own (no lock-order inversion: the table's
 /// lock is never taken while the object's is held).
-#[test]
-fn try_get_through_the_table_races_the_kill() {
+fn try_get_through_the_table_races_the_kill<W: TestWord<bool>>() {
     model(|| {
         let world = Arc::new(World::default());
-        let a = new_obj(&world, false);
+        let a = new_obj::<W>(&world, false);
         let w = world.clone();
         let t = thread::spawn(move || {
-            if let Some(found) = lookup(&w) {
+            if let Some(found) = lookup::<W>(&w) {
                 assert!(!w.freed.load(SeqCst), "a reference to a freed object");
                 found.write_slot(1);
                 drop(found);
@@ -212,17 +207,16 @@ fn try_get_through_the_table_races_the_kill() {
         u.join().unwrap();
         assert_eq!(world.released.load(SeqCst), 1);
         assert_eq!(*world.table.lock().unwrap(), None);
-        world.finish();
+        world.finish::<W>();
     });
 }
 
 /// A put of two references races a clone and drop: the count ends exact,
 /// and the final put kills once.
-#[test]
-fn put_many_races_gets() {
+fn put_many_races_gets<W: TestWord<bool>>() {
     model(|| {
         let world = Arc::new(World::default());
-        let a = new_obj(&world, false);
+        let a = new_obj::<W>(&world, false);
         let raw = CountedRef::into_raw(a.clone());
         let _second = CountedRef::into_raw(a.clone());
         let b = a.clone();
@@ -232,26 +226,25 @@ fn put_many_races_gets() {
         });
         let addr = raw.as_ptr() as usize;
         let u = thread::spawn(move || {
-            let raw = NonNull::new(addr as *mut Obj).unwrap();
+            let raw = NonNull::new(addr as *mut Obj<W>).unwrap();
             // SAFETY: this thread owns the two raw references.
             unsafe { CountedRef::put_many(raw, 2) }.unwrap();
         });
         t.join().unwrap();
         u.join().unwrap();
-        assert_eq!(a.lockref.count(), 1);
+        assert_eq!(a.lockref.live_count(), Some(1));
         drop(a);
         assert_eq!(world.released.load(SeqCst), 1);
-        world.finish();
+        world.finish::<W>();
     });
 }
 
 /// A path consumed by one thread (its parts handed on and dropped) races
 /// the drop of a clone: each object is killed exactly once.
-#[test]
-fn path_consumption_races_the_dentry_kill() {
+fn path_consumption_races_the_dentry_kill<W: TestWord<bool>>() {
     model(|| {
         let world = Arc::new(World::default());
-        let path = PathRef::new(new_obj(&world, false), new_obj(&world, false));
+        let path = PathRef::new(new_obj::<W>(&world, false), new_obj::<W>(&world, false));
         let copy = path.clone();
         let t = thread::spawn(move || {
             let (mnt, dentry) = copy.into_parts();
@@ -262,7 +255,7 @@ fn path_consumption_races_the_dentry_kill() {
         t.join().unwrap();
         u.join().unwrap();
         assert_eq!(world.released.load(SeqCst), 2);
-        world.finish();
+        world.finish::<W>();
     });
 }
 
@@ -346,23 +339,22 @@ fn opened_last_put_releases_once() {
 /// RCU or epoch scheme would keep it): the last put reaches zero without
 /// the lock, and is raced by a lookup that revives the object and puts it
 /// again. Both putters then reach the lock; exactly one kills.
-struct Graced {
-    lockref: LockRef<()>,
+struct Graced<W> {
+    lockref: W,
     released: AtomicUsize,
 }
 
 // SAFETY: never freed inside the model (the grace the contract asks for);
 // `retain_unlocked` reads nothing that changes.
-unsafe impl RefCounted for Graced {
-    type Data = ();
-    type Policy = lockref::policy::DefaultPolicy;
+unsafe impl<W: TestWord<()>> RefCounted for Graced<W> {
+    type Word = W;
     type Grace = ();
 
-    fn lockref(&self) -> &LockRef<()> {
+    fn lockref(&self) -> &W {
         &self.lockref
     }
 
-    fn last_put(&self, _: &mut LockRefGuard<'_, ()>) -> Fate {
+    fn last_put(&self, _: &mut W::Guard<'_>) -> Fate {
         Fate::Kill
     }
 
@@ -377,18 +369,17 @@ unsafe impl RefCounted for Graced {
     }
 }
 
-#[test]
-fn grace_put_to_zero_races_a_revival_and_kills_once() {
+fn grace_put_to_zero_races_a_revival_and_kills_once<W: TestWord<()>>() {
     model(|| {
         let raw = NonNull::from(Box::leak(Box::new(Graced {
-            lockref: LockRef::new(()),
+            lockref: W::with_count((), 1),
             released: AtomicUsize::new(0),
         })));
         let addr = raw.as_ptr() as usize;
         // SAFETY: the new object's count of one.
         let a = unsafe { CountedRef::from_raw(raw) };
         let t = thread::spawn(move || {
-            let ptr = NonNull::new(addr as *mut Graced).unwrap();
+            let ptr = NonNull::new(addr as *mut Graced<W>).unwrap();
             // SAFETY: never freed during the model.
             if let Some(found) = unsafe { CountedRef::try_get(ptr) } {
                 drop(found);
@@ -400,8 +391,37 @@ fn grace_put_to_zero_races_a_revival_and_kills_once() {
         // SAFETY: never freed during the model; freed below.
         let obj = unsafe { raw.as_ref() };
         assert_eq!(obj.released.load(SeqCst), 1);
-        assert!(obj.lockref.is_dead());
+        assert_eq!(obj.lockref.live_count(), None, "dead");
         // SAFETY: unreferenced, from the box above.
         drop(unsafe { Box::from_raw(raw.as_ptr()) });
     });
 }
+
+/// The `CountedRef` and `PathRef` models above, once per word.
+macro_rules! on_each_word {
+    ($($model:ident),* $(,)?) => {
+        mod cas_word {
+            $(#[test] fn $model() { super::$model::<lockref::LockRef<bool>>() })*
+            #[test]
+            fn grace_put_to_zero_races_a_revival_and_kills_once() {
+                super::grace_put_to_zero_races_a_revival_and_kills_once::<lockref::LockRef<()>>()
+            }
+        }
+        mod add_word {
+            use lockref::experimental::AddLockRef;
+            $(#[test] fn $model() { super::$model::<AddLockRef<bool>>() })*
+            #[test]
+            fn grace_put_to_zero_races_a_revival_and_kills_once() {
+                super::grace_put_to_zero_races_a_revival_and_kills_once::<AddLockRef<()>>()
+            }
+        }
+    };
+}
+
+on_each_word!(
+    clone_and_drop_race_the_last_put_and_its_kill,
+    keep_leaves_a_findable_object_at_zero,
+    try_get_through_the_table_races_the_kill,
+    put_many_races_gets,
+    path_consumption_races_the_dentry_kill,
+);

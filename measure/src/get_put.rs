@@ -149,8 +149,7 @@ pub struct Counted {
 // SAFETY: made only by `CountedRefGetPut::new` (a `Box`), counted only by
 // `CountedRef`; `release` frees the box once.
 unsafe impl RefCounted for Counted {
-    type Data = ();
-    type Policy = lockref::policy::DefaultPolicy;
+    type Word = LockRef<()>;
     type Grace = ();
 
     fn lockref(&self) -> &LockRef<()> {

@@ -124,6 +124,47 @@ fn a_saturated_count_never_moves() {
     assert_eq!(r.count(), Some(SATURATED));
 }
 
+#[test]
+fn put_or_lock_puts_unless_last_and_never_moves_a_last_count() {
+    let r = AddLockRef::with_count((), 3).unwrap();
+    assert!(r.put_or_lock().is_none());
+    assert_eq!(r.count(), Some(2));
+    // Lockless while the lock is held: adds land under it on this word.
+    let g = r.lock();
+    assert!(r.put_or_lock().is_none());
+    drop(g);
+    let mut last = r.put_or_lock().expect("the last reference locks");
+    assert_eq!(last.count(), Some(1), "nothing changed before the lock");
+    assert_eq!(last.decrement(), Ok(0));
+    drop(last);
+    // At zero and on dead it locks, changing nothing.
+    let g = r.put_or_lock().expect("zero locks");
+    assert_eq!(g.count(), Some(0));
+    drop(g);
+    assert!(r.lock().kill_if_zero());
+    let mut g = r.put_or_lock().expect("dead locks");
+    assert_eq!(g.decrement(), Err(CountError::Dead));
+}
+
+#[test]
+fn put_many_or_lock_and_decrement_by_refuse_more_than_counted() {
+    let r = AddLockRef::with_count((), 5).unwrap();
+    assert!(r.put_many_or_lock(3).is_none());
+    assert_eq!(r.count(), Some(2));
+    let mut g = r.put_many_or_lock(2).expect("as many as counted locks");
+    assert_eq!(g.decrement_by(3), Err(CountError::Underflow));
+    assert_eq!(g.count(), Some(2), "a refused decrement changes nothing");
+    assert_eq!(g.decrement_by(2), Ok(0));
+    assert_eq!(g.decrement_by(1), Err(CountError::Underflow));
+    drop(g);
+    assert!(r.put_many_or_lock(u32::MAX).is_some());
+    let s = AddLockRef::with_count((), SATURATED).unwrap();
+    assert!(s.put_many_or_lock(u32::MAX).is_none());
+    assert_eq!(s.lock().decrement_by(u32::MAX), Ok(SATURATED));
+    assert_eq!(s.count(), Some(SATURATED));
+    assert_eq!(r.word_for_tests() & 0xFFFF_FFFF, 1 << 30, "exactly zero");
+}
+
 /// Threads getting and putting through every path, one killing at zero at
 /// the end: the count is exact and the kill happens once.
 #[test]

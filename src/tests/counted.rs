@@ -1,5 +1,6 @@
 //! `CountedRef`: clone and drop, keep or kill at zero, `try_get`, raw
-//! hand-off, `put_many`, `kill_unused`, the cascade, the grace strategy.
+//! hand-off, `put_many`, `kill_unused`, the cascade, the grace strategy;
+//! each on both words (`LockRef` and the experimental `AddLockRef`).
 
 use core::ptr::NonNull;
 use std::boxed::Box;
@@ -8,7 +9,8 @@ use std::sync::Arc;
 use std::thread;
 use std::vec::Vec;
 
-use crate::{CountError, CountedRef, Fate, LockRef, LockRefGuard, RefCounted, SATURATED};
+use super::TestWord;
+use crate::{CountError, CountedRef, Fate, RefCounted};
 
 /// What the tests observe: releases (kills) so far.
 #[derive(Default)]
@@ -18,24 +20,23 @@ struct World {
 
 /// A test object: kept at zero while its data says so, else killed; may
 /// hold a reference on a parent.
-struct Obj {
-    lockref: LockRef<bool>,
+struct Obj<W> {
+    lockref: W,
     world: Arc<World>,
-    parent: Option<NonNull<Obj>>,
+    parent: Option<NonNull<Obj<W>>>,
 }
 
 // SAFETY: `Obj`s are only made by `new_obj` (a `Box`), their count is
 // changed only by `CountedRef`, and `release` frees the box once.
-unsafe impl RefCounted for Obj {
-    type Data = bool;
-    type Policy = crate::policy::DefaultPolicy;
+unsafe impl<W: TestWord<bool>> RefCounted for Obj<W> {
+    type Word = W;
     type Grace = ();
 
-    fn lockref(&self) -> &LockRef<bool> {
+    fn lockref(&self) -> &W {
         &self.lockref
     }
 
-    fn last_put(&self, keep: &mut LockRefGuard<'_, bool>) -> Fate {
+    fn last_put(&self, keep: &mut W::Guard<'_>) -> Fate {
         if **keep {
             Fate::Keep
         } else {
@@ -53,123 +54,136 @@ unsafe impl RefCounted for Obj {
 }
 
 // SAFETY: the parent pointer is a counted reference, shareable.
-unsafe impl Send for Obj {}
+unsafe impl<W: Send + Sync> Send for Obj<W> {}
 // SAFETY: as above.
-unsafe impl Sync for Obj {}
+unsafe impl<W: Send + Sync> Sync for Obj<W> {}
 
 fn world() -> Arc<World> {
     Arc::default()
 }
 
-fn new_obj(world: &Arc<World>, keep: bool, parent: Option<CountedRef<Obj>>) -> CountedRef<Obj> {
+fn new_obj<W: TestWord<bool>>(
+    world: &Arc<World>,
+    keep: bool,
+    parent: Option<CountedRef<Obj<W>>>,
+) -> CountedRef<Obj<W>> {
+    new_obj_counted(world, keep, parent, 1)
+}
+
+fn new_obj_counted<W: TestWord<bool>>(
+    world: &Arc<World>,
+    keep: bool,
+    parent: Option<CountedRef<Obj<W>>>,
+    count: u32,
+) -> CountedRef<Obj<W>> {
     let obj = Box::new(Obj {
-        lockref: LockRef::new(keep),
+        lockref: W::with_count(keep, count),
         world: world.clone(),
         parent: parent.map(CountedRef::into_raw),
     });
-    // SAFETY: a new object's count of one is the handle's.
+    // SAFETY: a new object's count is the handle's (and, saturated, any
+    // number of references).
     unsafe { CountedRef::from_raw(NonNull::from(Box::leak(obj))) }
 }
 
-#[test]
-fn clone_and_drop_count_and_the_last_put_kills() {
+fn clone_and_drop_count_and_the_last_put_kills<W: TestWord<bool>>() {
     let w = world();
-    let a = new_obj(&w, false, None);
+    let a = new_obj::<W>(&w, false, None);
     let b = a.clone();
-    assert_eq!(b.lockref.count(), 2);
+    assert_eq!(b.lockref.live_count(), Some(2));
     drop(a);
     assert_eq!(w.released.load(Ordering::Relaxed), 0);
     drop(b);
     assert_eq!(w.released.load(Ordering::Relaxed), 1);
 }
 
-#[test]
-fn keep_leaves_a_findable_object_at_zero() {
+fn keep_leaves_a_findable_object_at_zero<W: TestWord<bool>>() {
     let w = world();
-    let a = new_obj(&w, true, None);
+    let a = new_obj::<W>(&w, true, None);
     let raw = CountedRef::as_ptr(&a);
     drop(a);
     // SAFETY: kept at zero, not freed.
     let obj = unsafe { raw.as_ref() };
-    assert_eq!(obj.lockref.count(), 0);
+    assert_eq!(obj.lockref.live_count(), Some(0));
     assert_eq!(w.released.load(Ordering::Relaxed), 0);
     // SAFETY: alive (kept).
     let revived = unsafe { CountedRef::try_get(raw) }.expect("kept, not dead");
-    assert_eq!(revived.lockref.count(), 1);
+    assert_eq!(revived.lockref.live_count(), Some(1));
     *revived.lockref.lock() = false;
     drop(revived);
     assert_eq!(w.released.load(Ordering::Relaxed), 1);
 }
 
-#[test]
-fn try_get_fails_on_a_dead_object() {
+fn try_get_fails_on_a_dead_object<W: TestWord<bool>>() {
     let w = world();
-    let a = new_obj(&w, true, None);
+    let a = new_obj::<W>(&w, true, None);
     let raw = CountedRef::as_ptr(&a);
     drop(a);
     // Kill it by hand without freeing: mark dead under the lock.
     // SAFETY: kept at zero, not freed.
-    unsafe { raw.as_ref() }.lockref.lock().mark_dead();
+    let mut guard = unsafe { raw.as_ref() }.lockref.lock();
+    assert!(W::kill_if_zero(&mut guard));
+    drop(guard);
     // SAFETY: dead but not freed.
     assert!(unsafe { CountedRef::try_get(raw) }.is_none());
     // SAFETY: nothing references it; free it as `release` would.
     drop(unsafe { Box::from_raw(raw.as_ptr()) });
 }
 
-#[test]
-fn into_raw_and_from_raw_hand_a_reference_over() {
+fn into_raw_and_from_raw_hand_a_reference_over<W: TestWord<bool>>() {
     let w = world();
-    let a = new_obj(&w, false, None);
+    let a = new_obj::<W>(&w, false, None);
     let raw = CountedRef::into_raw(a.clone());
-    assert_eq!(a.lockref.count(), 2);
+    assert_eq!(a.lockref.live_count(), Some(2));
     // SAFETY: `raw` carries the reference `into_raw` gave up.
     let back = unsafe { CountedRef::from_raw(raw) };
     assert!(CountedRef::ptr_eq(&a, &back));
     drop(back);
-    assert_eq!(a.lockref.count(), 1);
+    assert_eq!(a.lockref.live_count(), Some(1));
 }
 
-#[test]
-fn put_many_drops_n_refuses_more_and_decides_at_zero() {
+fn put_many_drops_n_refuses_more_and_decides_at_zero<W: TestWord<bool>>() {
     let w = world();
-    let a = new_obj(&w, false, None);
+    let a = new_obj::<W>(&w, false, None);
     for _ in 0..5 {
         let _ = CountedRef::into_raw(a.clone());
     }
     let raw = CountedRef::as_ptr(&a);
-    assert_eq!(a.lockref.count(), 6);
+    assert_eq!(a.lockref.live_count(), Some(6));
     // SAFETY: we own the 5 raw references.
     unsafe {
         assert_eq!(CountedRef::put_many(raw, 3), Ok(()));
-        assert_eq!(a.lockref.count(), 3);
+        assert_eq!(a.lockref.live_count(), Some(3));
         assert_eq!(CountedRef::put_many(raw, 4), Err(CountError::Underflow));
         assert_eq!(
             CountedRef::put_many(raw, u64::MAX),
             Err(CountError::Underflow)
         );
-        assert_eq!(a.lockref.count(), 3, "a refused put changes nothing");
+        assert_eq!(
+            a.lockref.live_count(),
+            Some(3),
+            "a refused put changes nothing"
+        );
         assert_eq!(CountedRef::put_many(raw, 0), Ok(()));
         assert_eq!(CountedRef::put_many(raw, 2), Ok(()));
     }
-    assert_eq!(a.lockref.count(), 1);
+    assert_eq!(a.lockref.live_count(), Some(1));
     let raw = CountedRef::into_raw(a);
     // SAFETY: the last reference.
     assert_eq!(unsafe { CountedRef::put_many(raw, 1) }, Ok(()));
     assert_eq!(w.released.load(Ordering::Relaxed), 1);
 }
 
-#[test]
-fn put_many_on_a_saturated_count_moves_nothing() {
+fn put_many_on_a_saturated_count_moves_nothing<W: TestWord<bool>>() {
     let w = world();
-    let a = new_obj(&w, false, None);
-    a.lockref.lock().set_count(SATURATED).unwrap();
+    let a = new_obj_counted::<W>(&w, false, None, W::SATURATED_COUNT);
     let raw = CountedRef::as_ptr(&a);
     // SAFETY: a saturated count counts every reference anyone claims.
     unsafe {
         assert_eq!(CountedRef::put_many(raw, 7), Ok(()));
         assert_eq!(CountedRef::put_many(raw, u64::MAX), Ok(()));
     }
-    assert_eq!(a.lockref.count(), SATURATED);
+    assert_eq!(a.lockref.live_count(), Some(W::SATURATED_COUNT));
     let raw = CountedRef::as_ptr(&a);
     drop(a);
     assert_eq!(w.released.load(Ordering::Relaxed), 0, "leaked, never freed");
@@ -178,10 +192,9 @@ fn put_many_on_a_saturated_count_moves_nothing() {
     drop(unsafe { Box::from_raw(raw.as_ptr()) });
 }
 
-#[test]
-fn kill_unused_kills_only_at_zero() {
+fn kill_unused_kills_only_at_zero<W: TestWord<bool>>() {
     let w = world();
-    let a = new_obj(&w, true, None);
+    let a = new_obj::<W>(&w, true, None);
     let raw = CountedRef::as_ptr(&a);
     // SAFETY: alive (referenced).
     assert!(!unsafe { CountedRef::kill_unused(raw) });
@@ -191,11 +204,10 @@ fn kill_unused_kills_only_at_zero() {
     assert_eq!(w.released.load(Ordering::Relaxed), 1);
 }
 
-#[test]
-fn a_long_cascade_is_a_loop_not_a_recursion() {
+fn a_long_cascade_is_a_loop_not_a_recursion<W: TestWord<bool>>() {
     let depth = if cfg!(miri) { 200 } else { 200_000 };
     let w = world();
-    let mut leaf = new_obj(&w, false, None);
+    let mut leaf = new_obj::<W>(&w, false, None);
     for _ in 0..depth {
         leaf = new_obj(&w, false, Some(leaf));
     }
@@ -203,10 +215,9 @@ fn a_long_cascade_is_a_loop_not_a_recursion() {
     assert_eq!(w.released.load(Ordering::Relaxed), depth + 1);
 }
 
-#[test]
-fn concurrent_clones_and_drops_kill_exactly_once() {
+fn concurrent_clones_and_drops_kill_exactly_once<W: TestWord<bool>>() {
     let w = world();
-    let a = new_obj(&w, false, None);
+    let a = new_obj::<W>(&w, false, None);
     thread::scope(|s| {
         let handles: Vec<_> = (0..super::THREADS)
             .map(|_| {
@@ -222,7 +233,7 @@ fn concurrent_clones_and_drops_kill_exactly_once() {
             h.join().unwrap();
         }
     });
-    assert_eq!(a.lockref.count(), 1);
+    assert_eq!(a.lockref.live_count(), Some(1));
     drop(a);
     assert_eq!(w.released.load(Ordering::Relaxed), 1);
 }
@@ -230,24 +241,23 @@ fn concurrent_clones_and_drops_kill_exactly_once() {
 /// An object with a grace section: its memory is never freed during the
 /// test (so a put to zero without the lock is sound), and it stays while
 /// `retain_unlocked` says so.
-struct Graced {
-    lockref: LockRef<()>,
+struct Graced<W> {
+    lockref: W,
     retain: bool,
     released: AtomicUsize,
 }
 
 // SAFETY: never freed during the test (`release` only counts), which is
 // the grace the contract asks for; `retain` never changes.
-unsafe impl RefCounted for Graced {
-    type Data = ();
-    type Policy = crate::policy::DefaultPolicy;
+unsafe impl<W: TestWord<()>> RefCounted for Graced<W> {
+    type Word = W;
     type Grace = ();
 
-    fn lockref(&self) -> &LockRef<()> {
+    fn lockref(&self) -> &W {
         &self.lockref
     }
 
-    fn last_put(&self, _: &mut LockRefGuard<'_, ()>) -> Fate {
+    fn last_put(&self, _: &mut W::Guard<'_>) -> Fate {
         if self.retain {
             Fate::Keep
         } else {
@@ -272,11 +282,10 @@ unsafe impl RefCounted for Graced {
     }
 }
 
-#[test]
-fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it() {
+fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it<W: TestWord<()>>() {
     for retain in [true, false] {
         let raw = NonNull::from(Box::leak(Box::new(Graced {
-            lockref: LockRef::new(()),
+            lockref: W::with_count((), 1),
             retain,
             released: AtomicUsize::new(0),
         })));
@@ -286,9 +295,43 @@ fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it() {
         drop(r);
         // SAFETY: never freed by `release`; freed below.
         let obj = unsafe { raw.as_ref() };
-        assert_eq!(obj.lockref.count(), if retain { 0 } else { crate::DEAD });
+        assert_eq!(obj.lockref.live_count(), retain.then_some(0));
         assert_eq!(obj.released.load(Ordering::Relaxed), usize::from(!retain));
         // SAFETY: unreferenced, from the box above.
         drop(unsafe { Box::from_raw(raw.as_ptr()) });
     }
 }
+
+/// The tests above, once per word.
+macro_rules! on_each_word {
+    ($($test:ident),* $(,)?) => {
+        mod cas_word {
+            $(#[test] fn $test() { super::$test::<crate::LockRef<bool>>() })*
+            #[test]
+            fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it() {
+                super::with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it::<crate::LockRef<()>>()
+            }
+        }
+        #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+        mod add_word {
+            use crate::experimental::AddLockRef;
+            $(#[test] fn $test() { super::$test::<AddLockRef<bool>>() })*
+            #[test]
+            fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it() {
+                super::with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it::<AddLockRef<()>>()
+            }
+        }
+    };
+}
+
+on_each_word!(
+    clone_and_drop_count_and_the_last_put_kills,
+    keep_leaves_a_findable_object_at_zero,
+    try_get_fails_on_a_dead_object,
+    into_raw_and_from_raw_hand_a_reference_over,
+    put_many_drops_n_refuses_more_and_decides_at_zero,
+    put_many_on_a_saturated_count_moves_nothing,
+    kill_unused_kills_only_at_zero,
+    a_long_cascade_is_a_loop_not_a_recursion,
+    concurrent_clones_and_drops_kill_exactly_once,
+);

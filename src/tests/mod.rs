@@ -3,7 +3,7 @@
 //! with exact final counts. They also run under Miri (smaller loops).
 
 use crate::policy::Policy;
-use crate::{LockRef, SATURATED};
+use crate::{LockRef, LockRefWord, SATURATED};
 
 #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
 mod add_word;
@@ -53,3 +53,34 @@ macro_rules! for_each_policy {
 }
 
 pub(crate) use for_each_policy;
+
+/// The words `CountedRef` runs on, as the tests build and read them.
+pub(crate) trait TestWord<D>: LockRefWord<Data = D> + Send + Sync + Sized {
+    /// The count a saturated word reads.
+    const SATURATED_COUNT: u32;
+    /// Unlocked with `count` references (`SATURATED_COUNT`: saturated).
+    fn with_count(data: D, count: u32) -> Self;
+    /// The count now; `None` if dead.
+    fn live_count(&self) -> Option<u32>;
+}
+
+impl<D: Send> TestWord<D> for LockRef<D> {
+    const SATURATED_COUNT: u32 = SATURATED as u32;
+    fn with_count(data: D, count: u32) -> Self {
+        LockRef::with_count(data, count.try_into().unwrap()).unwrap()
+    }
+    fn live_count(&self) -> Option<u32> {
+        u32::try_from(self.count()).ok()
+    }
+}
+
+#[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+impl<D: Send> TestWord<D> for crate::experimental::AddLockRef<D> {
+    const SATURATED_COUNT: u32 = crate::experimental::SATURATED;
+    fn with_count(data: D, count: u32) -> Self {
+        Self::with_count(data, count).unwrap()
+    }
+    fn live_count(&self) -> Option<u32> {
+        self.count()
+    }
+}

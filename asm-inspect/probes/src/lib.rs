@@ -51,8 +51,7 @@ pub struct Probed {
 // SAFETY: the probes never let the count reach zero in a run (they are
 // only compiled, never executed); `release` frees nothing.
 unsafe impl RefCounted for Probed {
-    type Data = ();
-    type Policy = lockref::policy::DefaultPolicy;
+    type Word = LockRef<()>;
     type Grace = ();
 
     fn lockref(&self) -> &LockRef<()> {
