@@ -42,7 +42,7 @@
 //! | `get_not_zero` | CAS loop | CAS loop (not an add: a refused add at zero would be a transient count of one that makes a concurrent [`kill_if_zero`](AddLockRefGuard::kill_if_zero) miss a death) |
 //! | `put_return` | CAS loop; refuses while locked; safe (refuses at zero) | one `lock xadd`; reports the new count, zero included, locked or not; `unsafe`: the caller must own a reference, because a put at zero lands before it is checked |
 //! | `put_or_lock`, `put_many_or_lock` | CAS loop; lockless unless last | CAS loop, not an add: "not the last" must be decided before the decrement, and decrementing first shows a zero that did not happen (the counterexample: the loom model `a_put_that_undoes_shows_a_false_zero`); lockless while locked too |
-//! | guard `count` | frozen while held | a snapshot: at least the references the holder knows of |
+//! | guard `count` | frozen while held | a snapshot, at least the references the holder knows of, read by a read-modify-write that changes nothing so that it is ordered with the gets and puts landing under the lock |
 //! | guard `increment`/`decrement`/`decrement_by` | plain, under the lock | an atomic add, and a CAS loop (refuses at zero without a transient); other adds land meanwhile |
 //! | guard `set_count` | absolute | **not offered** (would erase concurrent adds) |
 //! | guard `mark_dead` | unconditional | [`kill_if_zero`](AddLockRefGuard::kill_if_zero): a CAS from zero to dead, which fails if a lookup revived the object meanwhile |
@@ -123,6 +123,17 @@ fn decode(word: u64) -> Count {
     }
 }
 
+/// The count a word reports: `None` if dead, [`SATURATED`] if saturated,
+/// a transient below zero as zero.
+fn reported(word: u64) -> Option<u32> {
+    match decode(word) {
+        Count::Negative => Some(0),
+        Count::Live(n) => Some(n),
+        Count::Saturated => Some(SATURATED),
+        Count::Dead => None,
+    }
+}
+
 /// A lockref on one `fetch_add` word. See the [module docs](self) for the
 /// layout and for what differs from [`LockRef`](crate::LockRef).
 ///
@@ -182,12 +193,7 @@ impl<T> AddLockRef<T> {
     /// saturated; a transient below zero reads as zero.
     pub fn count(&self) -> Option<u32> {
         // Relaxed: a snapshot, ordered with nothing.
-        match decode(self.word.load(Ordering::Relaxed)) {
-            Count::Negative => Some(0),
-            Count::Live(n) => Some(n),
-            Count::Saturated => Some(SATURATED),
-            Count::Dead => None,
-        }
+        reported(self.word.load(Ordering::Relaxed))
     }
 
     /// The raw word, for white-box tests and models: that every refused
@@ -482,8 +488,19 @@ unsafe impl<T: Sync> Sync for AddLockRefGuard<'_, T> {}
 impl<T> AddLockRefGuard<'_, T> {
     /// The count now: at least the references this holder knows of; other
     /// threads' gets and puts land while the lock is held. `None` if dead.
+    ///
+    /// Read with a read-modify-write that changes nothing (`AcqRel`), so
+    /// that it takes its place among the gets and puts in the word's
+    /// modification order: a put that lands after it sees what this holder
+    /// wrote before reading it (a flag cleared: the put's `Acquire` at zero
+    /// pairs with it), and a put it reads is seen with its writes. A plain
+    /// load would let both miss each other: the holder reads the count from
+    /// before the put while the put reads the flag from before the clear
+    /// (the loom model
+    /// `shrink_races_revive_and_lockless_put_of_a_referenced_dentry`).
     pub fn count(&self) -> Option<u32> {
-        self.lockref.count()
+        // AcqRel: see above. The slow path: the lock is held anyway.
+        reported(self.lockref.word.fetch_add(0, Ordering::AcqRel))
     }
 
     /// Kills the object if its count is zero *at this instant*: one CAS

@@ -92,8 +92,10 @@ pub trait LockRefWord: sealed::Sealed {
     fn decrement_by(guard: &mut Self::Guard<'_>, n: u32) -> Result<u32, CountError>;
 
     /// Under the lock: whether the count is zero and the object not dead
-    /// now (on the `fetch_add` word a snapshot, which
-    /// [`kill_if_zero`](Self::kill_if_zero) checks again).
+    /// now. On the `fetch_add` word, where puts land under the lock, it is
+    /// a read-modify-write that changes nothing, ordered with every get and
+    /// put (see `AddLockRefGuard::count`), and
+    /// [`kill_if_zero`](Self::kill_if_zero) checks again.
     fn is_unused(guard: &Self::Guard<'_>) -> bool;
 
     /// Under the lock: marks the object dead if its count is zero now.

@@ -10,10 +10,11 @@ use std::string::String;
 use std::sync::Arc;
 
 use crossbeam_epoch::{self as epoch, Owned, Shared};
-use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
+use lockref::{CountedRef, Fate, RefCounted};
 
 use crate::cache::Dcache;
-use crate::dentry::{Dentry, Revalidation, HASHED, ON_LRU, REFERENCED, REVALIDATE, WAS_HASHED};
+use crate::dentry::{Dentry, HASHED, ON_LRU, REFERENCED, REVALIDATE, WAS_HASHED};
+use crate::dentry_word::{self, DentryGuard, DentryWord};
 use crate::inode::{Inode, InodeKind};
 use crate::name;
 
@@ -29,16 +30,16 @@ use crate::name;
 // dentry's lock, where no lockless put can land; a stale read of them can
 // only keep a hashed dentry off the LRU, which the cache's drop still frees.
 unsafe impl RefCounted for Dentry {
-    type Word = LockRef<Revalidation>;
+    type Word = DentryWord;
     type Grace = epoch::Guard;
 
-    fn lockref(&self) -> &LockRef<Revalidation> {
+    fn lockref(&self) -> &DentryWord {
         &self.lockref
     }
 
     /// `retain_dentry`: hashed dentries (cached names and cached misses)
     /// stay at zero, on the LRU; unhashed and pseudo ones are killed.
-    fn last_put(&self, _: &mut LockRefGuard<'_, Revalidation>) -> Fate {
+    fn last_put(&self, _: &mut DentryGuard<'_>) -> Fate {
         if self.is_hashed() {
             // SAFETY: the table outlives every dentry.
             unsafe { self.table.as_ref() }.lru.retain(self);
@@ -178,7 +179,7 @@ impl<'c> DentryRef<'c> {
     /// assert_eq!(cache.root().dentry().count(), 2); // the cache's and ours
     /// ```
     pub fn count(&self) -> i32 {
-        self.dentry().lockref.count()
+        dentry_word::count(&self.dentry().lockref)
     }
 
     /// Whether the dentry is in the hash table.

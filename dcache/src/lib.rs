@@ -27,7 +27,7 @@
 //!
 //! | piece | kernel | here |
 //! |---|---|---|
-//! | dentry | `struct dentry`, `d_lockref` | a [`LockRef`](lockref::LockRef) guarding the revalidation state; name, parent, inode, flags |
+//! | dentry | `struct dentry`, `d_lockref` | a [`LockRef`](lockref::LockRef) (or [the `fetch_add` word](#the-dentrys-word)) guarding the revalidation state; name, parent, inode, flags |
 //! | hash table | `dentry_hashtable`, `hlist_bl` | buckets of lock-free chains, a spinlock per bucket for writers |
 //! | lookup | `__d_lookup_rcu` + `lockref_get_not_dead` | [`epoch`](crossbeam_epoch)-pinned chain walk, then `get_not_dead` |
 //! | path walk | RCU walk, ref walk on `-ECHILD` | the same: no references while walking, one on the result; retried taking references on a miss or a revalidating filesystem |
@@ -60,6 +60,16 @@
 //! |---|---|
 //! | `testing` | the `testing` module and the accounting methods tests and the harness use: the leak check, per-dentry lockref counters (turns on `lockref/stats`), the pseudo root, the deferred-job count. Not for production use. |
 //!
+//! # The dentry's word
+//!
+//! Each dentry's lockref is [`lockref::LockRef`] (the compare-and-swap
+//! word). Built with `RUSTFLAGS="--cfg lockref_dcache_add_word"`, it is the
+//! experimental [`lockref::experimental::AddLockRef`] (the `fetch_add`
+//! word) instead, with the same code on every path ([`DENTRY_WORD`] says
+//! which), so that each seed can be measured on both. A build-time choice:
+//! the word is in the dentry's layout and on every hot path. On that word
+//! the per-dentry lockref counters do not exist.
+//!
 //! # Loom
 //!
 //! Under `--cfg loom` (with `--cfg crossbeam_loom` for the epoch
@@ -73,6 +83,7 @@ mod cache;
 pub mod config;
 mod dentry;
 mod dentry_ref;
+mod dentry_word;
 mod empty_file;
 mod errno;
 mod file;
@@ -95,6 +106,7 @@ mod walk;
 pub use crate::cache::Dcache;
 pub use crate::config::{Config, Variants, MAX_AUTO_BUCKETS, MAX_BUCKETS};
 pub use crate::dentry_ref::DentryRef;
+pub use crate::dentry_word::DENTRY_WORD;
 pub use crate::empty_file::EmptyFile;
 pub use crate::errno::Errno;
 pub use crate::file::FileRef;

@@ -34,10 +34,11 @@ use core::ptr::{self, NonNull};
 use std::vec::Vec;
 
 use crossbeam_epoch as epoch;
-use lockref::{CountedRef, LockRef};
+use lockref::{CountedRef, LockRef, LockRefWord};
 
 use crate::cache::Dcache;
 use crate::dentry::{Dentry, ON_LRU, REFERENCED};
+use crate::dentry_word::DentryWord;
 use crate::sync::{AtomicUsize, Ordering};
 
 /// A dentry's links in the list, read and written only under the list's
@@ -217,7 +218,7 @@ impl Lru {
                 }
                 continue;
             };
-            if guard.count() == 0 && !guard.is_dead() && dentry.flags() & REFERENCED != 0 {
+            if DentryWord::is_unused(&guard) && dentry.flags() & REFERENCED != 0 {
                 // Used since it was listed: a second chance.
                 // Relaxed: ordered by the dentry's lock, which we hold.
                 dentry.flags.fetch_and(!REFERENCED, Ordering::Relaxed);
@@ -234,11 +235,15 @@ impl Lru {
             // SAFETY: as above.
             unsafe { list.unlink(d) };
             // Release: a lockless put that reads the flag after our unlock
-            // takes the locked path and lists it again.
+            // takes the locked path and lists it again. On the `fetch_add`
+            // word a revive and its put can land while we hold the lock:
+            // `is_unused` below is then a read-modify-write of the count
+            // (`AcqRel`), so either it sees the put (a victim) or the put,
+            // landing after it, sees the flag cleared (and lists it again).
             dentry
                 .flags
                 .fetch_and(!(ON_LRU | REFERENCED), Ordering::Release);
-            if guard.count() == 0 && !guard.is_dead() {
+            if DentryWord::is_unused(&guard) {
                 // SAFETY: `Box::into_raw` pointers are never null.
                 victims.push(unsafe { NonNull::new_unchecked(d) });
             }

@@ -12,6 +12,7 @@ use crossbeam_epoch as epoch;
 use crate::cache::Dcache;
 use crate::dentry::{Dentry, ON_LRU};
 use crate::dentry_ref::DentryRef;
+use crate::dentry_word;
 use crate::path_ref::MountRef;
 use crate::sync::Ordering;
 
@@ -111,7 +112,7 @@ impl Dcache {
         let mut listed = 0;
         for d in &hashed {
             let on_lru = d.flags() & ON_LRU != 0;
-            if d.lockref.count() == 0 && !on_lru {
+            if dentry_word::count(&d.lockref) == 0 && !on_lru {
                 return Err(Imbalance(format!(
                     "dentry {:?}: unused, but not on the LRU (never reclaimable)",
                     String::from_utf8_lossy(d.name.as_bytes())
@@ -119,7 +120,7 @@ impl Dcache {
             }
             listed += usize::from(on_lru);
             let want = kids(*d as *const Dentry);
-            let have = d.lockref.count();
+            let have = dentry_word::count(&d.lockref);
             if have != want {
                 return Err(Imbalance(format!(
                     "dentry {:?}: count {have}, expected {want} (its cached children)",
@@ -136,7 +137,7 @@ impl Dcache {
         }
         for (what, root) in [("root", self.root), ("pseudo root", self.pseudo_root)] {
             // SAFETY: the roots live as long as the cache.
-            let have = unsafe { root.as_ref() }.lockref.count();
+            let have = dentry_word::count(&unsafe { root.as_ref() }.lockref);
             let want = 1 + kids(root.as_ptr());
             if have != want {
                 return Err(Imbalance(format!("{what}: count {have}, expected {want}")));
@@ -171,8 +172,9 @@ impl Dcache {
 }
 
 impl DentryRef<'_> {
-    /// The counters of this dentry's lockref : how many
-    /// operations each path performed on it.
+    /// The counters of this dentry's lockref: how many
+    /// operations each path performed on it. (On the compare-and-swap word
+    /// only: the `fetch_add` word has no counters.)
     ///
     /// ```
     /// let cache = lockref_dcache::Dcache::new(Default::default());
@@ -181,11 +183,12 @@ impl DentryRef<'_> {
     /// let again = root.dentry().clone(); // dget
     /// assert_eq!(root.dentry().lockref_stats().operations, 1);
     /// ```
+    #[cfg(not(lockref_dcache_add_word))]
     pub fn lockref_stats(&self) -> lockref::StatsSnapshot {
         self.dentry().lockref.stats()
     }
 
-    /// Sets this dentry's lockref counters to zero .
+    /// Sets this dentry's lockref counters to zero.
     ///
     /// ```
     /// let cache = lockref_dcache::Dcache::new(Default::default());
@@ -193,6 +196,7 @@ impl DentryRef<'_> {
     /// root.dentry().reset_lockref_stats();
     /// assert_eq!(root.dentry().lockref_stats().operations, 0);
     /// ```
+    #[cfg(not(lockref_dcache_add_word))]
     pub fn reset_lockref_stats(&self) {
         self.dentry().lockref.reset_stats();
     }

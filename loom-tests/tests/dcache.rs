@@ -164,3 +164,29 @@ fn shrink_races_lockless_last_put() {
         assert_eq!(c.unused_dentries(), 1 - freed);
     });
 }
+
+/// The shrinker meets a dentry used since it was listed (marked
+/// referenced) while a lookup revives it and puts it back without the
+/// lock: on the `fetch_add` word (`--cfg lockref_dcache_add_word`) the
+/// revive lands while the shrinker holds the dentry's lock, and the put's
+/// read of the flags and the shrinker's read of the count race (each
+/// writes one and reads the other). Never an unused dentry off the LRU.
+#[test]
+fn shrink_races_revive_and_lockless_put_of_a_referenced_dentry() {
+    model(|| {
+        let c = cache(Variants::AFTER);
+        touch(c, "/f"); // unused, on the LRU
+        drop(c.lookup_path("/f").unwrap()); // used again: referenced
+        let root = c.root();
+        let looker = thread::spawn(move || {
+            if let Some(d) = c.try_lookup_noperm(root.dentry(), "f").unwrap() {
+                assert!(d.count() >= 1);
+            }
+        });
+        let shrinker = thread::spawn(move || c.shrink(usize::MAX));
+        looker.join().unwrap();
+        let freed = shrinker.join().unwrap();
+        let balance = c.check_balanced().unwrap();
+        assert_eq!(balance.hashed + freed, 1);
+    });
+}
