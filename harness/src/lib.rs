@@ -3,6 +3,7 @@
 //! default, or swept 1..N on a many-core machine. See the README and
 //! `wis --help`.
 
+pub mod compare;
 pub mod cpus;
 pub mod options;
 pub mod plot;

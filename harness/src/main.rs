@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use lockref_harness::options::Options;
-use lockref_harness::{machine, plot, report, run_replay, run_testcases, trace};
+use lockref_harness::{compare, machine, plot, report, run_replay, run_testcases, trace};
 
 fn main() -> ExitCode {
     let opts = match Options::parse(std::env::args().skip(1)) {
@@ -30,7 +30,20 @@ fn read_file(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+fn read_reports(paths: &[std::path::PathBuf]) -> Result<Vec<report::JsonReport>, String> {
+    paths
+        .iter()
+        .map(|p| serde_json::from_str(&read_file(p)?).map_err(|e| format!("{}: {e}", p.display())))
+        .collect()
+}
+
 fn real_main(opts: &Options) -> Result<(), String> {
+    if !opts.compare.is_empty() {
+        let (base, other) = (read_reports(&opts.compare)?, read_reports(&opts.against)?);
+        let rows = compare::compare(&base, &other)?;
+        print!("{}", compare::table(&rows, &base, &other));
+        return Ok(());
+    }
     if let Some(log) = &opts.convert {
         let conv = trace::convert_strace(&read_file(log)?, opts.cwd.as_deref());
         match &opts.out {
@@ -45,7 +58,8 @@ fn real_main(opts: &Options) -> Result<(), String> {
     let machine = machine();
     let _ = writeln!(
         out,
-        "lockref harness on {machine}; threads {:?}; {:?} per run after {:?} warm-up; {}",
+        "lockref harness on {machine}; dentries on the {} word; threads {:?}; {:?} per run after {:?} warm-up; {}",
+        lockref_dcache::DENTRY_WORD,
         opts.threads,
         opts.duration,
         opts.warmup,

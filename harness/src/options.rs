@@ -42,13 +42,18 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// The directory the traced command started in.
     pub cwd: Option<String>,
+    /// JSON files of the base side of a comparison (then exit).
+    pub compare: Vec<PathBuf>,
+    /// JSON files of the other side.
+    pub against: Vec<PathBuf>,
 }
 
 const EXAMPLES: &str = "\
 Examples:
   wis                                   every testcase at 1 thread and at every CPU
   wis -t open3,lockref --sweep 16 -r 3 --csv out.csv --json out.json --svg out.svg --png out.png
-  wis --convert-strace build.strace --out build.trace && wis --replay build.trace -n 1,4";
+  wis --convert-strace build.strace --out build.trace && wis --replay build.trace -n 1,4
+  wis --compare cas-*.json --against add-*.json   two builds side by side (harness/compare-words.sh)";
 
 fn testcase(s: &str) -> Result<Testcase, String> {
     Testcase::from_name(s).ok_or_else(|| {
@@ -139,6 +144,13 @@ struct Cli {
     /// recorded with strace -y).
     #[arg(long, value_name = "DIR", requires = "convert_strace")]
     cwd: Option<String>,
+    /// Compare two builds' JSON outputs (this side the base), then exit:
+    /// medians over the files of each side, and their ratio.
+    #[arg(long, num_args = 1.., value_name = "JSON", requires = "against")]
+    compare: Vec<PathBuf>,
+    /// The other side of --compare.
+    #[arg(long, num_args = 1.., value_name = "JSON", requires = "compare")]
+    against: Vec<PathBuf>,
 }
 
 impl Options {
@@ -189,6 +201,8 @@ impl Options {
             convert: cli.convert_strace,
             out: cli.out,
             cwd: cli.cwd,
+            compare: cli.compare,
+            against: cli.against,
         })
     }
 

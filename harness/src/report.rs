@@ -101,14 +101,18 @@ pub fn csv(results: &[Measurement]) -> Result<String, csv::Error> {
     Ok(String::from_utf8(bytes).expect("csv writes UTF-8"))
 }
 
-/// The JSON document: `{"schema": 1, "machine": ..., "results": [...]}`,
-/// each result a [`Measurement`] (field names as in the struct).
+/// The JSON document: `{"schema": 2, "machine": ..., "dentry_word": ...,
+/// "results": [...]}`, each result a [`Measurement`] (field names as in
+/// the struct).
 #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JsonReport {
-    /// The layout's version: 1.
+    /// The layout's version: 2 (1 had no `dentry_word`).
     pub schema: u32,
     /// The machine, as the harness's first line names it.
     pub machine: String,
+    /// The lockref word the dcache's dentries were built on
+    /// ([`lockref_dcache::DENTRY_WORD`]).
+    pub dentry_word: String,
     /// Every run, in run order.
     pub results: Vec<Measurement>,
 }
@@ -116,8 +120,9 @@ pub struct JsonReport {
 /// The JSON document (see [`JsonReport`]), pretty-printed.
 pub fn json(results: &[Measurement], machine: &str) -> String {
     let report = JsonReport {
-        schema: 1,
+        schema: 2,
         machine: machine.into(),
+        dentry_word: lockref_dcache::DENTRY_WORD.into(),
         results: results.to_vec(),
     };
     let mut text = serde_json::to_string_pretty(&report).expect("measurements serialize");

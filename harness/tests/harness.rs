@@ -253,8 +253,9 @@ fn runs_produce_outputs_that_parse_back() {
     // JSON: the schema, and every result back.
     let json = report::json(&results, "test machine \"quoted\"");
     let back: report::JsonReport = serde_json::from_str(&json).unwrap();
-    assert_eq!(back.schema, 1);
+    assert_eq!(back.schema, 2);
     assert_eq!(back.machine, "test machine \"quoted\"");
+    assert_eq!(back.dentry_word, lockref_dcache::DENTRY_WORD);
     assert_eq!(back.results, results);
 
     // The plots: SVG that parses as XML with a panel per testcase, and a
