@@ -6,6 +6,9 @@
 //! its operations, so the tables report the total and the per-thread
 //! minimum and maximum, as will-it-scale does.
 //!
+//! The fetch_add word (`AddLockRef`) runs beside the compare-and-swap word,
+//! raw and behind `CountedRef`, in the same process (the "words" table).
+//!
 //! Also the mixed case: one thread holds the lock for a slow-path section
 //! (a 64-byte checksum under the lock, then a pause) while the others do
 //! lockless get + put: where the policies diverge.
@@ -191,6 +194,38 @@ fn report() {
         ]);
     }
     h.emit("counted-ref");
+
+    // The two words side by side (the experimental fetch_add word's
+    // targets: 0.9x of the floor at 1 thread, 0.95x at 2-8).
+    let mut w = Table::new(
+        &format!(
+            "The compare-and-swap word (LockRef<KernelRetry>) against the fetch_add word (AddLockRef), raw and behind CountedRef with a grace section, and Arc ({}): ratio to the fetch_add floor",
+            machine()
+        ),
+        &[
+            "threads",
+            "floor Mops/s",
+            "LockRef",
+            "AddLockRef",
+            "CountedRef<LockRef>",
+            "CountedRef<AddLockRef>",
+            "Arc",
+        ],
+    );
+    for t in THREADS {
+        let floor = total(names[0], t);
+        let vs = |name: &str| ratio(total(name, t) / floor);
+        w.row(vec![
+            t.to_string(),
+            mops(floor),
+            vs(default),
+            vs("AddLockRef get+put"),
+            vs("CountedRef clone+drop (grace)"),
+            vs("CountedRef<AddLockRef> clone+drop (grace)"),
+            vs("Arc clone+drop"),
+        ]);
+    }
+    w.emit("words");
 }
 
 fn main() {

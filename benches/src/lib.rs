@@ -13,9 +13,11 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use lockref::experimental::AddLockRef;
 use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
+use lockref::LockRef;
 
-pub use lockref_measure::{machine, CountedRefGetPut, Floor, GetPut, LockRefGetPut};
+pub use lockref_measure::{machine, AddWordGetPut, CountedRefGetPut, Floor, GetPut, LockRefGetPut};
 
 /// `Arc::clone` + drop.
 pub struct ArcRc(pub Arc<()>);
@@ -64,7 +66,19 @@ pub fn contenders() -> Vec<(&'static str, Box<dyn GetPut>)> {
             "LockRef<ExpBackoff>",
             Box::new(LockRefGetPut::<ExpBackoff>::new()),
         ),
-        ("CountedRef clone+drop", Box::new(CountedRefGetPut::new())),
+        ("AddLockRef get+put", Box::new(AddWordGetPut::new())),
+        (
+            "CountedRef clone+drop",
+            Box::new(CountedRefGetPut::<LockRef<()>, false>::new()),
+        ),
+        (
+            "CountedRef clone+drop (grace)",
+            Box::new(CountedRefGetPut::<LockRef<()>, true>::new()),
+        ),
+        (
+            "CountedRef<AddLockRef> clone+drop (grace)",
+            Box::new(CountedRefGetPut::<AddLockRef<()>, true>::new()),
+        ),
         ("Arc clone+drop", Box::new(ArcRc(Arc::new(())))),
         (
             "parking_lot::Mutex<u32>",

@@ -2,10 +2,11 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 
 use lockref::policy::Policy;
-use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
+use lockref::{CountedRef, Fate, LockRef, LockRefWord, RefCounted};
 
 /// Something that takes and drops one reference (or, for a mutex,
 /// increments and decrements a count under it).
@@ -140,64 +141,110 @@ impl GetPut for AddWordGetPut {
     }
 }
 
-/// An object counted by [`CountedRef`]: the handle's clone and drop are
-/// what [`CountedRefGetPut`] measures.
-pub struct Counted {
-    lockref: LockRef<()>,
+/// An object counted by [`CountedRef`] on the word `W`: the handle's clone
+/// and drop are what [`CountedRefGetPut`] measures. With `GRACE`, a drop is
+/// the word's lockless `put_return` (the dentry's configuration: a grace
+/// section makes a put to zero without the lock sound); without, it is
+/// `put_or_lock`.
+pub struct Counted<W, const GRACE: bool> {
+    lockref: W,
 }
 
 // SAFETY: made only by `CountedRefGetPut::new` (a `Box`), counted only by
-// `CountedRef`; `release` frees the box once.
-unsafe impl RefCounted for Counted {
-    type Word = LockRef<()>;
+// `CountedRef`. `release` frees nothing: the box is freed by
+// `CountedRefGetPut`'s drop after the last handle is gone and the object
+// dead, so its memory outlives every grace value (the `GRACE` contract).
+unsafe impl<W: LockRefWord<Data = ()>, const GRACE: bool> RefCounted for Counted<W, GRACE> {
+    type Word = W;
     type Grace = ();
 
-    fn lockref(&self) -> &LockRef<()> {
+    fn lockref(&self) -> &W {
         &self.lockref
     }
 
-    fn last_put(&self, _: &mut LockRefGuard<'_, ()>) -> Fate {
+    fn last_put(&self, _: &mut W::Guard<'_>) -> Fate {
         Fate::Kill
     }
 
-    unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
-        // SAFETY: from `CountedRefGetPut::new`'s box; dead, unreferenced.
-        drop(unsafe { Box::from_raw(this.as_ptr()) });
+    unsafe fn release(_: NonNull<Self>) -> Option<CountedRef<Self>> {
         None
+    }
+
+    fn grace() -> Option<()> {
+        GRACE.then_some(())
     }
 }
 
-/// [`CountedRef`] clone + drop: the owned handle over the same word, to
-/// compare with [`LockRefGetPut`] (raw `get` + `put_return`).
+/// [`CountedRef`] clone + drop: the owned handle over the word `W`
+/// ([`LockRef`] by default), to compare with [`LockRefGetPut`] (raw `get`
+/// + `put_return`); `GRACE` as for [`Counted`].
 ///
 /// ```
 /// use lockref_measure::{CountedRefGetPut, GetPut};
 ///
-/// let r = CountedRefGetPut::new();
+/// let r = CountedRefGetPut::<lockref::LockRef<()>, false>::new();
 /// r.get_put();
+/// let a = CountedRefGetPut::<lockref::experimental::AddLockRef<()>, true>::new();
+/// a.get_put();
 /// ```
-pub struct CountedRefGetPut(CountedRef<Counted>);
+pub struct CountedRefGetPut<W: LockRefWord<Data = ()> = LockRef<()>, const GRACE: bool = false> {
+    handle: ManuallyDrop<CountedRef<Counted<W, GRACE>>>,
+}
 
-impl CountedRefGetPut {
-    /// An object with one reference, held by the benchmark.
-    pub fn new() -> Self {
-        let obj = Box::new(Counted {
-            lockref: LockRef::new(()),
-        });
-        // SAFETY: a new object's count of one is this handle's.
-        CountedRefGetPut(unsafe { CountedRef::from_raw(NonNull::from(Box::leak(obj))) })
+/// The words [`CountedRefGetPut`] runs on.
+pub trait NewWord: LockRefWord<Data = ()> {
+    /// Unlocked, count one.
+    fn new_word() -> Self;
+}
+
+impl NewWord for LockRef<()> {
+    fn new_word() -> Self {
+        LockRef::new(())
     }
 }
 
-impl Default for CountedRefGetPut {
+impl NewWord for lockref::experimental::AddLockRef<()> {
+    fn new_word() -> Self {
+        Self::new(())
+    }
+}
+
+impl<W: NewWord, const GRACE: bool> CountedRefGetPut<W, GRACE> {
+    /// An object with one reference, held by the benchmark.
+    pub fn new() -> Self {
+        let obj = Box::new(Counted {
+            lockref: W::new_word(),
+        });
+        // SAFETY: a new object's count of one is this handle's.
+        let handle = unsafe { CountedRef::from_raw(NonNull::from(Box::leak(obj))) };
+        CountedRefGetPut {
+            handle: ManuallyDrop::new(handle),
+        }
+    }
+}
+
+impl<W: NewWord, const GRACE: bool> Default for CountedRefGetPut<W, GRACE> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl GetPut for CountedRefGetPut {
+impl<W: LockRefWord<Data = ()>, const GRACE: bool> Drop for CountedRefGetPut<W, GRACE> {
+    fn drop(&mut self) {
+        let ptr = CountedRef::as_ptr(&self.handle);
+        // SAFETY: not used again. The last handle: its drop kills the
+        // object (`release` frees nothing).
+        unsafe { ManuallyDrop::drop(&mut self.handle) };
+        // SAFETY: from `new`'s box, dead, no handle or grace left.
+        drop(unsafe { Box::from_raw(ptr.as_ptr()) });
+    }
+}
+
+impl<W: LockRefWord<Data = ()> + Sync + Send, const GRACE: bool> GetPut
+    for CountedRefGetPut<W, GRACE>
+{
     #[inline]
     fn get_put(&self) {
-        drop(std::hint::black_box(self.0.clone()));
+        drop(std::hint::black_box((*self.handle).clone()));
     }
 }
