@@ -43,7 +43,7 @@
 //! | `put_return` | CAS loop; refuses while locked; safe (refuses at zero) | one `lock xadd`; reports the new count, zero included, locked or not; `unsafe`: the caller must own a reference, because a put at zero lands before it is checked |
 //! | `put_or_lock`, `put_many_or_lock` | CAS loop; lockless unless last | CAS loop, not an add: "not the last" must be decided before the decrement, and decrementing first shows a zero that did not happen (the counterexample: the loom model `a_put_that_undoes_shows_a_false_zero`); lockless while locked too |
 //! | guard `count` | frozen while held | a snapshot, at least the references the holder knows of, read by a read-modify-write that changes nothing so that it is ordered with the gets and puts landing under the lock |
-//! | guard `increment`/`decrement`/`decrement_by` | plain, under the lock | an atomic add, and a CAS loop (refuses at zero without a transient); other adds land meanwhile |
+//! | guard `increment`/`decrement`/`decrement_by` | plain, under the lock | an atomic add (`AcqRel`: a lookup may take a reference on the count it raises before the unlock, so it publishes what the holder wrote, as the unlock does on the CAS word), and a CAS loop (refuses at zero without a transient); other adds land meanwhile |
 //! | guard `set_count` | absolute | **not offered** (would erase concurrent adds) |
 //! | guard `mark_dead` | unconditional | [`kill_if_zero`](AddLockRefGuard::kill_if_zero): a CAS from zero to dead, which fails if a lookup revived the object meanwhile |
 //!
@@ -295,7 +295,12 @@ impl<T> AddLockRef<T> {
         loop {
             match decode(old) {
                 Count::Live(0) | Count::Negative | Count::Dead => return false,
-                Count::Saturated => return true,
+                Count::Saturated => {
+                    // Acquire: a reference taken without a write still
+                    // sees what was published before the word it read.
+                    fence(Ordering::Acquire);
+                    return true;
+                }
                 Count::Live(_) => {}
             }
             // Acquire on success, as `get_not_dead`.
@@ -522,16 +527,29 @@ impl<T> AddLockRefGuard<'_, T> {
             .is_ok()
     }
 
-    /// Takes a reference under the lock (an atomic add: others land too).
+    /// Takes a reference under the lock (an atomic add: others land too),
+    /// from zero too.
+    ///
+    /// `AcqRel`: since adds land under this lock, a lookup can take a
+    /// reference on the count this raises before the unlock; the `Release`
+    /// here publishes what the holder wrote before it to that lookup (the
+    /// compare-and-swap word publishes with the unlock, as no lockless
+    /// operation succeeds while its lock is held).
     ///
     /// # Errors
     ///
     /// [`CountError::Dead`] on a dead object (nothing changed).
     pub fn increment(&mut self) -> Result<(), CountError> {
-        if self.lockref.get_not_dead() {
-            Ok(())
-        } else {
-            Err(CountError::Dead)
+        let old = self.lockref.word.fetch_add(1, Ordering::AcqRel);
+        match decode(old) {
+            Count::Live(_) | Count::Negative => Ok(()),
+            was => {
+                if self.lockref.undo_add(was) {
+                    Ok(())
+                } else {
+                    Err(CountError::Dead)
+                }
+            }
         }
     }
 
