@@ -60,6 +60,8 @@ const ADD_PROBES: &[(&str, Order)] = &[
     ("probe_add_get", Order::Relaxed),
     ("probe_add_get_not_dead", Order::Acquire),
     ("probe_add_put_return", Order::Release),
+    ("probe_add_counted_clone", Order::Relaxed),
+    ("probe_add_counted_drop", Order::Release),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -112,3 +112,52 @@ pub unsafe fn probe_add_put_return(
     // SAFETY: the caller's.
     unsafe { r.put_return() }
 }
+
+/// An object on the fetch_add word for the `CountedRef` probes, with a
+/// grace section (as the dcache's dentry): freed by nobody, the probes are
+/// only compiled.
+#[cfg(target_has_atomic = "64")]
+pub struct ProbedAdd {
+    lockref: lockref::experimental::AddLockRef<()>,
+}
+
+// SAFETY: as `Probed`: never executed, `release` frees nothing, so the
+// memory outlives every grace value.
+#[cfg(target_has_atomic = "64")]
+unsafe impl RefCounted for ProbedAdd {
+    type Word = lockref::experimental::AddLockRef<()>;
+    type Grace = ();
+
+    fn lockref(&self) -> &lockref::experimental::AddLockRef<()> {
+        &self.lockref
+    }
+
+    fn last_put(&self, _: &mut lockref::experimental::AddLockRefGuard<'_, ()>) -> Fate {
+        Fate::Kill
+    }
+
+    unsafe fn release(_: NonNull<Self>) -> Option<CountedRef<Self>> {
+        None
+    }
+
+    fn grace() -> Option<()> {
+        Some(())
+    }
+}
+
+/// `CountedRef::clone` on the fetch_add word: one fetch_add.
+#[cfg(target_has_atomic = "64")]
+#[no_mangle]
+#[inline(never)]
+pub fn probe_add_counted_clone(r: &CountedRef<ProbedAdd>) -> CountedRef<ProbedAdd> {
+    r.clone()
+}
+
+/// `CountedRef::drop` on the fetch_add word with a grace section: one
+/// fetch_sub (`put_return`), the put to zero out of line.
+#[cfg(target_has_atomic = "64")]
+#[no_mangle]
+#[inline(never)]
+pub fn probe_add_counted_drop(r: CountedRef<ProbedAdd>) {
+    drop(r);
+}
