@@ -1,0 +1,84 @@
+//! Research, not covered by semver yet: [`AddLockRef`], a lockref whose
+//! `get`, `get_not_dead` and `put_return` are one `fetch_add`/`fetch_sub`
+//! of the word, checked afterwards, instead of a load and a
+//! compare-and-swap that can fail; with the kernel's observable semantics
+//! where a single add can keep them, and the list of where it cannot.
+//!
+//! # The word
+//!
+//! One `AtomicU64`. The low 32 bits hold the count *biased*: count `c` is
+//! stored as `BIAS + c`, so that a decrement at zero borrows inside the low
+//! half instead of out of it. Bit 32 is the lock (a test-and-set spinlock,
+//! not FIFO). The low half is split into regions:
+//!
+//! | stored (low 32 bits) | meaning |
+//! |---|---|
+//! | `0 .. BIAS` | below zero: only transiently, while a refused put is undone |
+//! | `BIAS .. BIAS + SATURATED` | a live count, `0 .. SATURATED` |
+//! | `BIAS + SATURATED .. DEAD_STORED` | saturated: never changes again; whoever sees it pins the count to the region's middle |
+//! | `DEAD_STORED ..` | dead (adds that land there are undone) |
+//!
+//! Every region has at least 2^29 values of headroom on each side. An add
+//! on a dead count is undone by the thread that made it before it does
+//! anything else with the word; an operation that finds the count
+//! saturated pins it back to the middle of the saturated region (a
+//! compare-and-swap of the count half), as `refcount_t` stores
+//! `REFCOUNT_SATURATED`: whatever transients or counted puts landed near
+//! the boundary meanwhile are erased, and a saturated count never comes
+//! back into the live range, where puts of references taken uncounted
+//! could reach zero. A carry out of the low half (into the lock) would need
+//! 2^29 threads caught mid-operation at once: impossible with real
+//! threads.
+//!
+//! # What changes against [`LockRef`](crate::LockRef)
+//!
+//! Adds land *while the lock is held*: the lock serializes holders and
+//! guards the data, but no longer freezes the count. So:
+//!
+//! | operation | [`LockRef`](crate::LockRef) (compare-and-swap) | [`AddLockRef`] |
+//! |---|---|---|
+//! | `get` | CAS loop, falls back to the lock | one `lock xadd`; never fails |
+//! | `get_not_dead` | CAS loop; fails on dead | one `lock xadd`; on dead, undone and fails. A revive from zero succeeds, locked or not |
+//! | `get_not_zero` | CAS loop | CAS loop (not an add: a refused add at zero would be a transient count of one that makes a concurrent [`kill_if_zero`](AddLockRefGuard::kill_if_zero) miss a death) |
+//! | `put_return` | CAS loop; refuses while locked; safe (refuses at zero) | one `lock xadd`; reports the new count, zero included, locked or not; `unsafe`: the caller must own a reference, because a put at zero lands before it is checked |
+//! | `put_or_lock`, `put_many_or_lock` | CAS loop; lockless unless last | CAS loop, not an add: "not the last" must be decided before the decrement, and decrementing first shows a zero that did not happen (the counterexample: the loom model `a_put_that_undoes_shows_a_false_zero`); lockless while locked too |
+//! | guard `count` | frozen while held | a snapshot, at least the references the holder knows of, read by a read-modify-write that changes nothing so that it is ordered with the gets and puts landing under the lock |
+//! | guard `increment`/`decrement`/`decrement_by` | plain, under the lock | an atomic add (`AcqRel`: a lookup may take a reference on the count it raises before the unlock, so it publishes what the holder wrote, as the unlock does on the CAS word), and a CAS loop (refuses at zero without a transient); other adds land meanwhile |
+//! | guard `set_count` | absolute | **not offered** (would erase concurrent adds) |
+//! | guard `mark_dead` | unconditional | [`kill_if_zero`](AddLockRefGuard::kill_if_zero): a CAS from zero to dead, which fails if a lookup revived the object meanwhile |
+//!
+//! The decisions that stay exact: "zero, so kill" is exact because it is
+//! one CAS from the zero value to the dead value (a lookup's add either
+//! lands first, and the kill fails, or lands on dead, and the lookup
+//! fails); "dead" is final. A holder cannot conclude "only my references
+//! remain" from a count read under the lock, which the kernel's users of
+//! lockref do not do without the re-check that `kill_if_zero` is.
+//!
+//! A put that reaches zero without the lock is only safe for objects whose
+//! memory outlives a racing revive-and-put (an RCU or epoch grace period),
+//! the same condition as the kernel's `fast_dput` and
+//! [`RefCounted::grace`](crate::RefCounted::grace).
+//!
+//! # Behind `CountedRef`
+//!
+//! `AddLockRef` is a [`LockRefWord`](crate::LockRefWord), so a
+//! [`RefCounted`](crate::RefCounted) object can embed it (`type Word =
+//! AddLockRef<Data>`) and be counted by [`CountedRef`](crate::CountedRef):
+//! clone is one `lock xadd`; a drop is `put_or_lock` (a CAS loop) or, for
+//! types with a grace section, one `lock xadd` (`put_return`); the last
+//! put's kill is [`kill_if_zero`](AddLockRefGuard::kill_if_zero), so a
+//! lookup that revives the object while its last put holds the lock makes
+//! the kill fail, and the reviver's own last put decides again.
+//!
+//! This type is experimental: measured and modelled (`loom-tests/tests/
+//! add_word.rs`, and every `CountedRef` model in `loom-tests/tests/
+//! counted.rs` runs on it too); [`LockRef`](crate::LockRef) stays the
+//! default.
+
+mod add_count;
+mod add_guard;
+mod add_lockref;
+
+pub use add_count::SATURATED;
+pub use add_guard::AddLockRefGuard;
+pub use add_lockref::AddLockRef;
