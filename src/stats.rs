@@ -78,16 +78,30 @@ cfg_if::cfg_if! {
             }
 
             #[inline(always)]
-            pub(crate) fn record(&self, event: Event) {
-                let counter = match event {
+            fn counter(&self, event: Event) -> &StatCounter {
+                match event {
                     Event::Operation => &self.operations,
                     Event::Lockless => &self.lockless,
                     Event::CasFailed => &self.cas_failures,
                     Event::Fallback => &self.fallbacks,
                     Event::LockAcquired => &self.lock_acquisitions,
-                };
+                }
+            }
+
+            #[inline(always)]
+            pub(crate) fn record(&self, event: Event) {
                 // Relaxed: a counter orders nothing; readers want totals.
-                counter.fetch_add(1, StatOrdering::Relaxed);
+                self.counter(event).fetch_add(1, StatOrdering::Relaxed);
+            }
+
+            /// Takes back one `record` of `event` (a releasing operation
+            /// counts itself before its compare-and-swap and retracts the
+            /// count if the attempt gives up; a snapshot taken in between
+            /// may see it).
+            #[inline(always)]
+            pub(crate) fn retract(&self, event: Event) {
+                // Relaxed: as `record`.
+                self.counter(event).fetch_sub(1, StatOrdering::Relaxed);
             }
 
             pub(crate) fn snapshot(&self) -> StatsSnapshot {
@@ -126,6 +140,9 @@ cfg_if::cfg_if! {
 
             #[inline(always)]
             pub(crate) fn record(&self, _event: Event) {}
+
+            #[inline(always)]
+            pub(crate) fn retract(&self, _event: Event) {}
         }
     }
 }

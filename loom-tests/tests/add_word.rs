@@ -287,7 +287,7 @@ fn last_put_sees_every_holders_writes() {
 #[should_panic(expected = "killed with a reference out")]
 fn a_put_that_undoes_shows_a_false_zero() {
     const ZERO: u64 = 1 << 30;
-    const DEAD: u64 = 0xC000_0000;
+    const DEAD: u64 = 0xE000_0000;
     model(|| {
         // The word of a count of one, in `AddLockRef`'s encoding.
         let word = Arc::new(AtomicU64::new(ZERO + 1));
@@ -311,5 +311,45 @@ fn a_put_that_undoes_shows_a_false_zero() {
         };
         holder.join().unwrap();
         assert!(!killer.join().unwrap(), "killed with a reference out");
+    });
+}
+
+/// A put refused on a dead object races a lookup: the put's transient
+/// decrement (undone at once) never reads as anything but dead, so the
+/// lookup fails under every interleaving and the word ends exactly dead.
+/// (With the dead count stored at the bottom of its region, the transient
+/// read as saturated and the lookup pinned the word back to saturated.)
+#[test]
+fn a_refused_put_on_a_dead_word_never_lets_a_lookup_in() {
+    model(|| {
+        let r = Arc::new(AddLockRef::with_count((), 0).unwrap());
+        assert!(r.lock().kill_if_zero());
+        let dead = r.word_for_tests();
+        let putter = {
+            let r = r.clone();
+            thread::spawn(move || {
+                // SAFETY: a put on a dead object is refused (its Errors).
+                assert!(unsafe { r.put_return() }.is_err());
+            })
+        };
+        let lookups: Vec<_> = [false, true]
+            .into_iter()
+            .map(|not_zero| {
+                let r = r.clone();
+                thread::spawn(move || {
+                    let got = if not_zero {
+                        r.get_not_zero()
+                    } else {
+                        r.get_not_dead()
+                    };
+                    assert!(!got, "a reference on a dead object");
+                })
+            })
+            .collect();
+        putter.join().unwrap();
+        for l in lookups {
+            l.join().unwrap();
+        }
+        assert_eq!(r.word_for_tests(), dead, "every transient undone");
     });
 }

@@ -15,10 +15,17 @@
 //! |---|---|
 //! | `0 .. BIAS` | below zero: only transiently, while a refused put is undone |
 //! | `BIAS .. BIAS + SATURATED` | a live count, `0 .. SATURATED` |
-//! | `BIAS + SATURATED .. DEAD_STORED` | saturated: never changes again; whoever sees it pins the count to the region's middle |
-//! | `DEAD_STORED ..` | dead (adds that land there are undone) |
+//! | `BIAS + SATURATED .. DEAD_LOW` | saturated: never changes again; whoever sees it pins the count to the region's middle |
+//! | `DEAD_LOW ..` | dead, stored as the region's middle `DEAD_STORED`; the transients of refused adds (above) and refused puts (below) land there and are undone |
 //!
-//! Every region has at least 2^29 values of headroom on each side. An add
+//! (`BIAS` = 2^30, `SATURATED` = 2^29, `DEAD_LOW` = 3 * 2^30,
+//! `DEAD_STORED` = 7 * 2^29.) Every region's resting value has at least
+//! 2^29 values of headroom on each side: a live zero has 2^30 below it, a
+//! pinned saturated count 3 * 2^28 on each side, a dead count 2^29 below
+//! (before the saturated region) and 2^29 above (before a carry into the
+//! lock bit). So no number of in-flight transients that real threads can
+//! make moves a word from one region into another: a dead word stays dead
+//! however many refused puts and lookups land on it at once. An add
 //! on a dead count is undone by the thread that made it before it does
 //! anything else with the word; an operation that finds the count
 //! saturated pins it back to the middle of the saturated region (a

@@ -9,6 +9,20 @@
 //! test that build on any host) the attempt always gives up and every
 //! operation takes the lock ([`lock_only_word`]). The operations below are
 //! the same code for both.
+//!
+//! # Invariant: nothing after the releasing read-modify-write
+//!
+//! An operation that gives up a reference (`put_return`, `put_or_lock`,
+//! `put_many_or_lock`) touches nothing of the object after the
+//! read-modify-write that gives it up: no statistics counter, no read, no
+//! assertion. From that instant the thread owns nothing, and another
+//! holder may see zero and free the object. The exceptions are the cases
+//! where the object cannot be freed under us: the lock is held (the
+//! locked fallbacks write the count under it, and the unlock is their last
+//! touch), or this thread has just seen the count reach zero (then it is
+//! the one who decides). So the statistics of a releasing operation are
+//! recorded *before* its compare-and-swap, and retracted if the lockless
+//! attempt gives up.
 
 use crate::count::{incremented, SATURATED};
 use crate::error::PutError;
@@ -250,14 +264,18 @@ impl RawLockRef {
     #[inline]
     pub(crate) fn put_return<P: Policy>(&self) -> Result<u32, PutError> {
         self.stats.record(Event::Operation);
+        // Counted before the releasing compare-and-swap (see the module
+        // docs), and retracted below if the attempt gives up.
+        self.stats.record(Event::Lockless);
         // Release on success: our uses of the object happen before whoever
         // sees the count reach zero and frees it (as `Arc::drop`).
         match self
             .word
             .attempt::<P>(&self.stats, Ordering::Release, -1, 1)
         {
+            // From here the object may be freed by another holder: nothing
+            // of it is touched again.
             Attempt::Swapped(new) => {
-                self.stats.record(Event::Lockless);
                 if new == 0 {
                     // Acquire at zero: every other holder's releasing put
                     // happens before our return, so the caller may free.
@@ -265,16 +283,19 @@ impl RawLockRef {
                 }
                 Ok(new as u32)
             }
+            // Nothing was written: the caller's reference still keeps the
+            // object (the Lockless counted above stands).
             Attempt::CountOutOfRange(count) => {
-                self.stats.record(Event::Lockless);
                 if count == SATURATED {
                     Ok(SATURATED as u32)
                 } else {
                     Err(PutError::NotPositive)
                 }
             }
-            // No locked version: the caller decides under the lock.
+            // No locked version: the caller decides under the lock. Nothing
+            // was written, so the object is still the caller's.
             Attempt::GaveUp(why) => {
+                self.stats.retract(Event::Lockless);
                 self.stats.record(Event::Fallback);
                 Err(why)
             }
@@ -302,17 +323,22 @@ impl RawLockRef {
             return self.put_many_or_lock_locked(n);
         }
         let n = n as i32;
+        // Counted before the releasing compare-and-swap, as in
+        // `put_return`.
+        self.stats.record(Event::Lockless);
         // Release on success: as `put_return`. When the lock is taken, its
         // Acquire orders what follows.
         match self
             .word
             .attempt::<P>(&self.stats, Ordering::Release, -n, n + 1)
         {
-            Attempt::Swapped(_) | Attempt::CountOutOfRange(SATURATED) => {
-                self.stats.record(Event::Lockless);
-                None
-            }
+            // Swapped: the references are given up and the object is no
+            // longer ours to touch. Saturated: nothing was written, and a
+            // saturated object is never freed.
+            Attempt::Swapped(_) | Attempt::CountOutOfRange(SATURATED) => None,
             Attempt::CountOutOfRange(_) | Attempt::GaveUp(_) => {
+                // Nothing was written: the references are still ours.
+                self.stats.retract(Event::Lockless);
                 self.put_many_or_lock_locked(n as u32)
             }
         }

@@ -198,3 +198,40 @@ fn concurrent_gets_and_puts_stay_exact() {
     assert_eq!(unsafe { r.put_return() }, Ok(0));
     assert!(r.lock().kill_if_zero());
 }
+
+/// A dead word stays dead however many refused puts and lookups land on it
+/// at once: before the dead count was stored mid-region, a refused put's
+/// transient (one below the dead value) read as saturated, so a concurrent
+/// `get_not_dead` or `get_not_zero` took a reference on the dead object
+/// and pinned the word back to a saturated count.
+#[test]
+fn refused_puts_and_lookups_never_resurrect_a_dead_object() {
+    let rounds = if cfg!(miri) { 2 } else { 200 };
+    for _ in 0..rounds {
+        let r = AddLockRef::with_count((), 0).unwrap();
+        assert!(r.lock().kill_if_zero());
+        let dead_word = r.word_for_tests();
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let r = &r;
+                s.spawn(move || {
+                    for _ in 0..ITERS / 20 {
+                        if t % 2 == 0 {
+                            // SAFETY: the contract allows a put on a dead
+                            // object: it is refused, and undone.
+                            assert_eq!(unsafe { r.put_return() }, Err(PutError::NotPositive));
+                        } else {
+                            assert!(!r.get_not_dead(), "a reference on a dead object");
+                            assert!(!r.get_not_zero(), "a reference on a dead object");
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(
+            r.word_for_tests(),
+            dead_word,
+            "still dead, every transient undone"
+        );
+    }
+}

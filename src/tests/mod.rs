@@ -10,6 +10,7 @@ mod add_word;
 mod counted;
 mod lock;
 mod operations;
+mod release;
 #[cfg(feature = "stats")]
 mod stats;
 mod stress;

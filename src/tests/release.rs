@@ -1,0 +1,271 @@
+//! After a releasing put the object is not the putter's: for every
+//! operation that gives up a reference, the thread that sees zero frees the
+//! object at once while the other threads are still in their puts. Nothing
+//! here can fail in a plain run; the tests are for Miri (under Stacked and
+//! Tree Borrows) and ThreadSanitizer, which report any touch of the object
+//! (a statistics counter, a read, an assertion) after its release as a
+//! use-after-free or a data race with the free. `.ci/run` runs them under
+//! both, for every feature combination.
+
+use core::ptr::NonNull;
+use std::boxed::Box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::thread;
+use std::vec::Vec;
+
+use crate::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
+use crate::{CountedRef, Fate, LockRef, LockRefWord, PutError, PutOrLock, RefCounted};
+
+use super::NoAttempts;
+
+/// Threads putting at once.
+const PUTTERS: usize = if cfg!(miri) { 3 } else { 4 };
+/// Objects raced to their free, one after the other.
+const ROUNDS: usize = if cfg!(miri) { 4 } else { 300 };
+
+/// A pointer handed to the putting threads.
+struct Shared<O>(NonNull<O>);
+
+// SAFETY: the objects raced here are `Sync`; each thread uses the pointer
+// only while it owns a reference, and only the one that saw zero frees.
+unsafe impl<O: Sync> Send for Shared<O> {}
+
+impl<O> Shared<O> {
+    /// The pointer (a method, so that a closure captures the whole
+    /// `Shared`, not its `!Send` field).
+    fn get(self) -> NonNull<O> {
+        self.0
+    }
+}
+
+/// Boxes `make(count)` with `PUTTERS * per` references, starts `PUTTERS`
+/// threads that give up `per` each with `put` (which returns whether it
+/// brought the count to zero), and frees the box on the thread that did,
+/// at once. Checks that exactly one thread saw zero.
+fn race_to_free<O: Sync + 'static>(
+    make: impl Fn(u32) -> O,
+    per: u32,
+    put: impl Fn(NonNull<O>, u32) -> bool + Send + Sync + 'static,
+) {
+    let put = Arc::new(put);
+    for _ in 0..ROUNDS {
+        let ptr = NonNull::from(Box::leak(Box::new(make(PUTTERS as u32 * per))));
+        let zeros = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..PUTTERS)
+            .map(|_| {
+                let (shared, put, zeros) = (Shared(ptr), put.clone(), zeros.clone());
+                thread::spawn(move || {
+                    let ptr = shared.get();
+                    if put(ptr, per) {
+                        zeros.fetch_add(1, Ordering::Relaxed);
+                        // SAFETY: this thread saw the count reach zero: no
+                        // reference is left, and nobody else frees.
+                        drop(unsafe { Box::from_raw(ptr.as_ptr()) });
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(zeros.load(Ordering::Relaxed), 1, "exactly one last put");
+    }
+}
+
+/// Gives up `n` references with `put_many_or_lock` (`put_or_lock` for one),
+/// finishing under the lock when they are the last. Returns whether the
+/// count reached zero (the lock is released by then).
+///
+/// # Safety
+///
+/// The caller owns `n` references on the live object at `w`.
+unsafe fn put_or_lock_n<W: LockRefWord>(w: NonNull<W>, n: u32) -> bool {
+    // SAFETY: the caller's references keep it alive until the put.
+    let w = unsafe { w.as_ref() };
+    let guard = if n == 1 {
+        w.put_or_lock()
+    } else {
+        w.put_many_or_lock(n)
+    };
+    // `None`: given up without the lock; the object is no longer ours.
+    let Some(mut guard) = guard else {
+        return false;
+    };
+    let left = W::decrement_by(&mut guard, n).expect("the references were counted");
+    drop(guard);
+    left == 0
+}
+
+/// Gives up one reference with `put_owned` (`LockRef::put_return` on the
+/// compare-and-swap word), falling back to `put_or_lock` when it refuses
+/// (contended, or no lockless path). Returns whether it reached zero.
+///
+/// # Safety
+///
+/// The caller owns a reference on the live object at `w`.
+unsafe fn put_return_or_lock<W: LockRefWord>(w: NonNull<W>) -> bool {
+    // SAFETY: the caller's reference keeps it alive until the put.
+    match unsafe { w.as_ref().put_owned() } {
+        Ok(left) => left == 0,
+        // SAFETY: refused: the reference is still ours.
+        Err(_) => unsafe { put_or_lock_n(w, 1) },
+    }
+}
+
+fn lockref_puts_free_on_zero<P: Policy + 'static>() {
+    let make = |count: u32| LockRef::<u64, P>::with_policy_and_count(7, count as i32).unwrap();
+    // `race_to_free` hands each thread `per` references it owns: the
+    // safety contract of each put below.
+    // SAFETY: see above.
+    race_to_free(make, 1, |w, _| unsafe { put_return_or_lock(w) });
+    // SAFETY: see above.
+    race_to_free(make, 1, |w, n| unsafe { put_or_lock_n(w, n) });
+    // SAFETY: see above.
+    race_to_free(make, 3, |w, n| unsafe { put_or_lock_n(w, n) });
+    // The typed API as a user writes it: `put_return`, then the lock.
+    race_to_free(make, 1, |w, _| {
+        // SAFETY: the thread's reference keeps it alive until the put.
+        let r = unsafe { w.as_ref() };
+        match r.put_return() {
+            Ok(left) => left == 0,
+            Err(PutError::Contended | PutError::Locked | PutError::Unsupported) => {
+                match r.put_or_lock() {
+                    PutOrLock::Put => false,
+                    PutOrLock::Locked(mut last) => {
+                        let left = last.decrement().expect("counted");
+                        drop(last);
+                        left == 0
+                    }
+                }
+            }
+            Err(e) => panic!("a counted reference refused: {e}"),
+        }
+    });
+}
+
+#[test]
+fn lockref_put_return_put_or_lock_and_put_many_or_lock_free_on_zero() {
+    lockref_puts_free_on_zero::<KernelRetry>();
+    lockref_puts_free_on_zero::<WaitUnlock>();
+    lockref_puts_free_on_zero::<ExpBackoff>();
+    lockref_puts_free_on_zero::<NoAttempts>();
+}
+
+#[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+#[test]
+fn add_word_puts_free_on_zero() {
+    use crate::experimental::AddLockRef;
+    let make = |count: u32| AddLockRef::with_count(7u64, count).unwrap();
+    // SAFETY: each thread owns `per` references (as above).
+    race_to_free(make, 1, |w, _| unsafe { put_return_or_lock(w) });
+    // SAFETY: as above.
+    race_to_free(make, 1, |w, n| unsafe { put_or_lock_n(w, n) });
+    // SAFETY: as above.
+    race_to_free(make, 3, |w, n| unsafe { put_or_lock_n(w, n) });
+}
+
+/// The grace section of `Boxed<_, true>`: a read lock, which `release`
+/// waits out (write-locks) before it frees; a one-lock RCU.
+static GRACE_LOCK: RwLock<()> = RwLock::new(());
+
+/// An object freed by `release` as soon as it is killed, with a field
+/// beside the lockref that a late touch would read. With `GRACE`, its puts
+/// are lockless to zero (`put_owned`) inside a read-side section.
+struct Boxed<W, const GRACE: bool> {
+    lockref: W,
+    payload: u64,
+}
+
+// SAFETY: made only by `boxed` (a `Box`), counted only by `CountedRef`,
+// freed once by `release`, after every grace section entered before its
+// death (the write lock waits for them); never kept at zero.
+unsafe impl<W: LockRefWord<Data = ()>, const GRACE: bool> RefCounted for Boxed<W, GRACE> {
+    type Word = W;
+    type Grace = RwLockReadGuard<'static, ()>;
+    fn lockref(&self) -> &W {
+        &self.lockref
+    }
+    fn last_put(&self, _: &mut W::Guard<'_>) -> Fate {
+        Fate::Kill
+    }
+    unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
+        drop(GRACE_LOCK.write().unwrap());
+        // SAFETY: from `boxed`'s box; dead and unreferenced, and no grace
+        // section that could still look at it is left.
+        drop(unsafe { Box::from_raw(this.as_ptr()) });
+        None
+    }
+    fn grace() -> Option<Self::Grace> {
+        GRACE.then(|| GRACE_LOCK.read().unwrap())
+    }
+}
+
+/// A `Boxed` around `word`, handed out raw.
+fn boxed<W, const GRACE: bool>(word: W) -> NonNull<Boxed<W, GRACE>> {
+    NonNull::from(Box::leak(Box::new(Boxed {
+        lockref: word,
+        payload: 7,
+    })))
+}
+
+/// `PUTTERS` threads each drop `per` handles (or forget `per` raw
+/// references) to one object at once; the last put's `release` frees it.
+fn counted_ref_race<W, const GRACE: bool>(make: impl Fn(u32) -> W, per: u32, forget: bool)
+where
+    W: LockRefWord<Data = ()> + Send + Sync + 'static,
+{
+    for _ in 0..ROUNDS {
+        let ptr = boxed::<W, GRACE>(make(PUTTERS as u32 * per));
+        let threads: Vec<_> = (0..PUTTERS)
+            .map(|_| {
+                let shared = Shared(ptr);
+                thread::spawn(move || {
+                    let ptr = shared.get();
+                    if forget {
+                        // SAFETY: this thread owns `per` of the references.
+                        unsafe { CountedRef::put_many(ptr, u64::from(per)) }.unwrap();
+                    } else {
+                        let handles: Vec<_> = (0..per)
+                            // SAFETY: as above, one per handle.
+                            .map(|_| unsafe { CountedRef::from_raw(ptr) })
+                            .collect();
+                        assert_eq!(handles[0].payload, 7);
+                        drop(handles);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+}
+
+fn counted_ref_puts_free_on_zero<W>(make: impl Fn(u32) -> W + Copy)
+where
+    W: LockRefWord<Data = ()> + Send + Sync + 'static,
+{
+    counted_ref_race::<W, false>(make, 1, false);
+    counted_ref_race::<W, false>(make, 2, false);
+    counted_ref_race::<W, false>(make, 1, true);
+    counted_ref_race::<W, false>(make, 3, true);
+    // Lockless to zero under the grace section.
+    counted_ref_race::<W, true>(make, 1, false);
+    counted_ref_race::<W, true>(make, 2, false);
+}
+
+#[test]
+fn counted_ref_drop_and_put_many_free_on_zero() {
+    fn on<P: Policy + Send + Sync + 'static>() {
+        counted_ref_puts_free_on_zero(|count| {
+            LockRef::<(), P>::with_policy_and_count((), count as i32).unwrap()
+        });
+    }
+    on::<KernelRetry>();
+    on::<NoAttempts>();
+    #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+    counted_ref_puts_free_on_zero(|count| {
+        crate::experimental::AddLockRef::with_count((), count).unwrap()
+    });
+}
