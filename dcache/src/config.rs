@@ -94,12 +94,17 @@ pub struct Config {
     /// keeping the entries near that number, chains stay short unless far
     /// more dentries than that are in use at once.
     pub buckets: usize,
-    /// Unused dentries (cached names and cached misses at count zero) kept
-    /// on the LRU; past it, the allocation of a new dentry first reclaims
-    /// the oldest (the kernel's shrinker), and
-    /// [`Dcache::shrink`](crate::Dcache::shrink) reclaims on demand.
-    /// Dentries in use are not bounded by it. `usize::MAX` never reclaims
-    /// by itself. Default 4096.
+    /// The most unused dentries (cached names and cached misses at count
+    /// zero) kept on the LRU. The allocation of a new dentry first
+    /// reclaims the oldest until the new one fits (the kernel's shrinker),
+    /// so after a lookup or a create that allocated, at most this many are
+    /// unused, the new one included once it is put; `0` keeps none (a
+    /// dentry's last put kills it). [`Dcache::shrink`](crate::Dcache::shrink)
+    /// reclaims on demand. Dentries in use are not bounded by it, and a put
+    /// never reclaims (as `dput` never runs the shrinker): dentries in use
+    /// that fall unused with no allocation after them wait on the LRU for
+    /// the next allocation or shrink. `usize::MAX` never reclaims by
+    /// itself. Default 4096.
     pub max_unused: usize,
     /// Whether the filesystem has a revalidate hook (`d_revalidate`, as a
     /// network filesystem has). It takes the directory's `i_rwsem` shared

@@ -38,11 +38,13 @@ unsafe impl RefCounted for Dentry {
     }
 
     /// `retain_dentry`: hashed dentries (cached names and cached misses)
-    /// stay at zero, on the LRU; unhashed and pseudo ones are killed.
+    /// stay at zero, on the LRU, unless the bound keeps none
+    /// (`max_unused` of zero); unhashed and pseudo ones are killed.
     fn last_put(&self, _: &mut DentryGuard<'_>) -> Fate {
-        if self.is_hashed() {
-            // SAFETY: the table outlives every dentry.
-            unsafe { self.table.as_ref() }.lru.retain(self);
+        // SAFETY: the table outlives every dentry.
+        let lru = &unsafe { self.table.as_ref() }.lru;
+        if self.is_hashed() && lru.keeps_any() {
+            lru.retain(self);
             Fate::Keep
         } else {
             Fate::Kill

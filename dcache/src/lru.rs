@@ -152,10 +152,22 @@ impl Lru {
         self.len.load(Ordering::Relaxed)
     }
 
-    /// How many unused dentries are over the bound.
+    /// How many unused dentries to reclaim before one more dentry is
+    /// allocated, so that the new one, once it too is unused, still fits
+    /// the bound: the list may hold at most `max_unused - 1` before an
+    /// allocation. (Reclaiming to `max_unused` let the LRU rest at
+    /// `max_unused + 1`.) Never more than the list holds.
     #[inline]
-    pub(crate) fn excess(&self) -> usize {
-        self.len().saturating_sub(self.max_unused)
+    pub(crate) fn excess_before_alloc(&self) -> usize {
+        let len = self.len();
+        (len + 1).saturating_sub(self.max_unused).min(len)
+    }
+
+    /// Whether the bound lets any unused dentry be kept (`max_unused` is
+    /// not zero).
+    #[inline]
+    pub(crate) fn keeps_any(&self) -> bool {
+        self.max_unused != 0
     }
 
     /// `retain_dentry`'s LRU step, with `d`'s lock held at count zero, `d`
@@ -322,7 +334,7 @@ impl Dcache {
     /// dentries back to the bound.
     #[inline]
     pub(crate) fn shrink_to_bound(&self) {
-        let excess = self.table.lru.excess();
+        let excess = self.table.lru.excess_before_alloc();
         if excess > 0 {
             self.shrink_cold(excess);
         }

@@ -29,13 +29,30 @@ pub(crate) fn validate(name: &[u8]) -> Result<(), Errno> {
     if name.is_empty() {
         return Err(Errno::NoEnt);
     }
-    if name.len() > NAME_MAX {
-        return Err(Errno::NameTooLong);
-    }
-    if name == b"." || name == b".." || name.iter().any(|&b| b == b'/' || b == 0) {
+    check_len(name)?;
+    if is_dot(name) || name.iter().any(|&b| b == b'/' || b == 0) {
         return Err(Errno::Inval);
     }
     Ok(())
+}
+
+/// [`Errno::NameTooLong`] for a name over [`NAME_MAX`]. A path walk asks
+/// this of a component only when it looks the component up in a directory,
+/// as Linux's filesystems do in their `->lookup`: a too-long name under a
+/// regular file or a missing directory fails as that walk fails
+/// (`ENOTDIR`, `ENOENT`), not with `ENAMETOOLONG`.
+pub(crate) fn check_len(name: &[u8]) -> Result<(), Errno> {
+    if name.len() > NAME_MAX {
+        Err(Errno::NameTooLong)
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether a component is `.` or `..`, which name a directory and cannot
+/// be created or removed.
+pub(crate) fn is_dot(name: &[u8]) -> bool {
+    name == b"." || name == b".."
 }
 
 /// The hash of `name` in directory `parent` (an address): FNV-1a over the

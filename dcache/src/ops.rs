@@ -146,15 +146,16 @@ impl Dcache {
             let d = self.resolve_positive(&parts)?;
             return Ok(self.path(d));
         }
-        let (dirs, last) = parts.split_last()?;
-        if parts.trailing_slash {
-            // `O_CREAT` of `name/`: only a directory could be meant, and
-            // open does not create directories (or open them for writing).
-            return Err(match self.resolve_positive(&parts) {
-                Ok(_) => Errno::IsDir,
-                Err(Errno::NoEnt) => Errno::IsDir,
-                Err(e) => e,
-            });
+        // `O_CREAT` of the root, of `.` or `..`, or of `name/`: only a
+        // directory can be meant, and open does not create directories (or
+        // open them for writing). Linux answers so once the parent is
+        // walked, whatever is (or is not) at the name.
+        let Some((dirs, last)) = parts.split_last() else {
+            return Err(Errno::IsDir);
+        };
+        if parts.trailing_slash || name::is_dot(last) {
+            self.resolve_parent(dirs)?;
+            return Err(Errno::IsDir);
         }
         if self.variants.creat_lookup_first {
             // Seed 003: an opportunistic lookup without the directory lock.
@@ -173,7 +174,7 @@ impl Dcache {
                 Err(e) => return Err(e),
             }
         }
-        let d = self.create_locked(dirs, last, InodeKind::File, flags.is_excl())?;
+        let d = self.create_locked(dirs, last, InodeKind::File, flags.is_excl(), Errno::IsDir)?;
         if d.kind() == Some(InodeKind::Dir) {
             // `O_CREAT` on an existing directory.
             return Err(Errno::IsDir);
@@ -183,15 +184,22 @@ impl Dcache {
 
     /// Looks `last` up in the directory `dirs` names with the directory's
     /// `i_rwsem` held exclusively, and creates it as `kind` if absent.
+    /// `last` being `.` or `..` fails with `on_dot` once the directory is
+    /// found.
     fn create_locked(
         &self,
         dirs: &[&[u8]],
         last: &[u8],
         kind: InodeKind,
         excl: bool,
+        on_dot: Errno,
     ) -> Result<DentryRef<'_>, Errno> {
-        let dir = self.resolve(dirs)?;
+        let dir = self.resolve_parent(dirs)?;
         let dir_inode = require_dir(dir.dentry())?;
+        if name::is_dot(last) {
+            return Err(on_dot);
+        }
+        name::check_len(last)?;
         let mut entries = dir_inode.lock_write();
         let d = self.lookup_locked(&dir, last, &entries, dir_inode);
         if d.kind().is_some() {
@@ -224,8 +232,11 @@ impl Dcache {
     pub fn mkdir(&self, path: &str) -> Result<(), Errno> {
         let _scope = task_work::Scope::enter();
         let parts = Components::parse(path)?;
-        let (dirs, last) = parts.split_last().map_err(|_| Errno::Exist)?;
-        self.create_locked(dirs, last, InodeKind::Dir, true)
+        // The root, `.` and `..` exist.
+        let Some((dirs, last)) = parts.split_last() else {
+            return Err(Errno::Exist);
+        };
+        self.create_locked(dirs, last, InodeKind::Dir, true, Errno::Exist)
             .map(drop)
     }
 
@@ -248,9 +259,16 @@ impl Dcache {
     pub fn unlink(&self, path: &str) -> Result<(), Errno> {
         let _scope = task_work::Scope::enter();
         let parts = Components::parse(path)?;
-        let (dirs, last) = parts.split_last()?;
-        let dir = self.resolve(dirs)?;
+        // The root, `.` and `..` are directories.
+        let Some((dirs, last)) = parts.split_last() else {
+            return Err(Errno::IsDir);
+        };
+        let dir = self.resolve_parent(dirs)?;
         let dir_inode = require_dir(dir.dentry())?;
+        if name::is_dot(last) {
+            return Err(Errno::IsDir);
+        }
+        name::check_len(last)?;
         let mut entries = dir_inode.lock_write();
         match entries.get(last) {
             None => return Err(Errno::NoEnt),

@@ -59,10 +59,9 @@ impl<'p> Components<'p> {
             return Err(Errno::Inval);
         }
         let mut parts = Vec::new();
+        // A component's length is checked when it is looked up (see
+        // `name::check_len`), so that the walk fails where Linux's does.
         for part in bytes.split(|&b| b == b'/').filter(|p| !p.is_empty()) {
-            if part.len() > name::NAME_MAX {
-                return Err(Errno::NameTooLong);
-            }
             if parts.len() == MAX_DEPTH {
                 return Err(Errno::NameTooLong);
             }
@@ -75,14 +74,11 @@ impl<'p> Components<'p> {
         })
     }
 
-    /// All but the last component, and the last (which must be a plain
-    /// name: `.` and `..` cannot be created or removed).
-    pub(crate) fn split_last(&self) -> Result<(&[&'p [u8]], &'p [u8]), Errno> {
-        match self.parts.split_last() {
-            None => Err(Errno::IsDir), // the root itself
-            Some((last, _)) if *last == b"." || *last == b".." => Err(Errno::IsDir),
-            Some((last, dirs)) => Ok((dirs, last)),
-        }
+    /// All but the last component, and the last; `None` for the root.
+    /// The caller walks the first part before it judges the last (a dot,
+    /// a name too long), as Linux does.
+    pub(crate) fn split_last(&self) -> Option<(&[&'p [u8]], &'p [u8])> {
+        self.parts.split_last().map(|(last, dirs)| (dirs, *last))
     }
 }
 
@@ -123,6 +119,7 @@ impl Dcache {
                 }
                 _ => {}
             }
+            name::check_len(part)?;
             match self.table.lookup_rcu(cur, part, &guard) {
                 Some(child) => ptr = child,
                 None => return Ok(None),
@@ -173,6 +170,15 @@ impl Dcache {
         }
     }
 
+    /// The directory that `dirs` names, referenced, for an operation on a
+    /// name in it: `ENOENT` if it is missing, `ENOTDIR` if it is not a
+    /// directory.
+    pub(crate) fn resolve_parent(&self, dirs: &[&[u8]]) -> Result<DentryRef<'_>, Errno> {
+        let dir = self.resolve(dirs)?;
+        require_dir(dir.dentry())?;
+        Ok(dir)
+    }
+
     /// [`resolve`](Self::resolve) for a name that must exist: `ENOENT` for
     /// a negative result, with no reference taken in the RCU walk;
     /// `ENOTDIR` for a path with a trailing slash that names something else
@@ -207,6 +213,7 @@ impl Dcache {
         name: &[u8],
     ) -> Result<DentryRef<'c>, Errno> {
         let inode = require_dir(dir.dentry())?;
+        name::check_len(name)?;
         if let Some(d) = self.d_lookup(dir.dentry(), name) {
             if d.dentry().flags() & REVALIDATE == 0 || self.revalidate(&d) {
                 return Ok(d);

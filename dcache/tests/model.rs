@@ -39,7 +39,9 @@ fn parse(path: &str) -> Result<Parsed, Errno> {
         .filter(|p| !p.is_empty())
         .map(String::from)
         .collect();
-    if parts.iter().any(|p| p.len() > NAME_MAX) || parts.len() > lockref_dcache::MAX_DEPTH {
+    // A component's length is judged only when the walk looks it up in a
+    // directory (below), as Linux's filesystems do.
+    if parts.len() > lockref_dcache::MAX_DEPTH {
         return Err(Errno::NameTooLong);
     }
     Ok(Parsed {
@@ -71,7 +73,10 @@ impl Model {
                 ".." => {
                     cur.pop();
                 }
-                name => cur.push(name.to_string()),
+                name => {
+                    long(name)?;
+                    cur.push(name.to_string());
+                }
             }
         }
         let kind = self.kind(&cur);
@@ -96,12 +101,24 @@ impl Model {
         }
     }
 
-    fn split_last(p: &Parsed) -> Result<(&[String], &String), Errno> {
-        match p.parts.split_last() {
-            None => Err(Errno::IsDir),
-            Some((last, _)) if last == "." || last == ".." => Err(Errno::IsDir),
-            Some((last, dirs)) => Ok((dirs, last)),
+    /// The directory all but the last component name, which is walked
+    /// first, then the last, judged: `on_root_or_dot` for the root, `.`
+    /// and `..` (which are directories and cannot be made or removed),
+    /// `ENAMETOOLONG` for a name too long. Linux judges in that order.
+    fn parent_and_last<'p>(
+        &self,
+        p: &'p Parsed,
+        on_root_or_dot: Errno,
+    ) -> Result<(Vec<String>, &'p String), Errno> {
+        let Some((last, dirs)) = p.parts.split_last() else {
+            return Err(on_root_or_dot);
+        };
+        let at = self.dir(dirs)?;
+        if last == "." || last == ".." {
+            return Err(on_root_or_dot);
         }
+        long(last)?;
+        Ok((at, last))
     }
 
     fn open(&mut self, path: &str, flags: OpenFlags) -> Result<(), Errno> {
@@ -115,14 +132,13 @@ impl Model {
         if !flags.is_creat() {
             return may_open(self.stat(path)?);
         }
-        let (dirs, last) = Self::split_last(&p)?;
+        // `O_CREAT` of `name/`: a directory is meant, which open does not
+        // create, once the parent is walked; before the name's length.
         if p.trailing_slash {
-            return Err(match self.stat(path) {
-                Ok(_) | Err(Errno::NoEnt) => Errno::IsDir,
-                Err(e) => e,
-            });
+            self.dir(&p.parts[..p.parts.len() - 1])?;
+            return Err(Errno::IsDir);
         }
-        let mut at = self.dir(dirs)?;
+        let (mut at, last) = self.parent_and_last(&p, Errno::IsDir)?;
         at.push(last.clone());
         match self.nodes.get(&at) {
             Some(_) if flags.is_excl() => Err(Errno::Exist),
@@ -137,8 +153,7 @@ impl Model {
 
     fn mkdir(&mut self, path: &str) -> Result<(), Errno> {
         let p = parse(path)?;
-        let (dirs, last) = Self::split_last(&p).map_err(|_| Errno::Exist)?;
-        let mut at = self.dir(dirs)?;
+        let (mut at, last) = self.parent_and_last(&p, Errno::Exist)?;
         at.push(last.clone());
         if self.nodes.contains_key(&at) {
             return Err(Errno::Exist);
@@ -149,8 +164,7 @@ impl Model {
 
     fn unlink(&mut self, path: &str) -> Result<(), Errno> {
         let p = parse(path)?;
-        let (dirs, last) = Self::split_last(&p)?;
-        let mut at = self.dir(dirs)?;
+        let (mut at, last) = self.parent_and_last(&p, Errno::IsDir)?;
         at.push(last.clone());
         match self.nodes.get(&at) {
             None => Err(Errno::NoEnt),
@@ -161,6 +175,15 @@ impl Model {
                 Ok(())
             }
         }
+    }
+}
+
+/// `ENAMETOOLONG` for a component longer than `NAME_MAX`.
+fn long(name: &str) -> Result<(), Errno> {
+    if name.len() > NAME_MAX {
+        Err(Errno::NameTooLong)
+    } else {
+        Ok(())
     }
 }
 
@@ -178,6 +201,9 @@ fn component() -> impl Strategy<Value = String> {
         1 => Just(".".to_string()),
         1 => Just("..".to_string()),
         1 => Just("".to_string()),
+        // Judged where the walk reaches it: under a file or a missing
+        // directory the walk fails first.
+        1 => Just("x".repeat(NAME_MAX + 1)),
     ]
 }
 
