@@ -75,6 +75,32 @@ cfg_if::cfg_if! {
     }
 }
 
+/// An `Acquire` fence after a read of `$atomic` (a relaxed or releasing
+/// read-modify-write, or a relaxed load): what the thread that took a count
+/// to zero, or found it saturated, needs to see every release of it.
+///
+/// ThreadSanitizer does not model fences and would report the free that
+/// follows as a race with the other holders' puts. Under it (the build
+/// script sets `lockref_sanitize_thread` when `-Zsanitizer=thread` is on),
+/// this is an `Acquire` load of the same atomic instead, as `std`'s `Arc`
+/// does: every write of the word is a read-modify-write, so the value it
+/// reads continues the release sequences the fence would have joined. The
+/// atomic is the object's, read by the one thread allowed to touch it then.
+macro_rules! acquire_fence_after {
+    ($atomic:expr) => {{
+        #[cfg(not(lockref_sanitize_thread))]
+        {
+            let _ = &$atomic;
+            $crate::sync::fence($crate::sync::Ordering::Acquire);
+        }
+        #[cfg(lockref_sanitize_thread)]
+        {
+            let _ = $atomic.load($crate::sync::Ordering::Acquire);
+        }
+    }};
+}
+pub(crate) use acquire_fence_after;
+
 /// Counters for the optional statistics. These are never modelled by loom:
 /// they take no part in synchronization, only in accounting, and loom would
 /// multiply the state space for nothing.

@@ -271,8 +271,11 @@ unsafe impl<T: Openable + Send + Sync> Send for Opened<T> {}
 // SAFETY: as `Arc<T>`.
 unsafe impl<T: Openable + Send + Sync> Sync for Opened<T> {}
 
-/// Counts past this abort, as `Arc`'s: a count that large means leaked
-/// handles in a loop, and wrapping would free a live object.
+/// Counts past this panic: a count that large means leaked handles in a
+/// loop, and wrapping would free a live object. Unlike `Arc`, which aborts,
+/// `clone` panics, and leaves the count raised: the object is leaked,
+/// never freed early, and the panic unwinds (or aborts, with
+/// `panic = "abort"`) as the caller's build chooses.
 const MAX_OPENED: usize = isize::MAX as usize;
 
 impl<T: Openable> Clone for Opened<T> {

@@ -43,6 +43,15 @@ use crate::task_work;
 /// let file = cache.alloc_file(lockref_dcache::OpenFlags::RDONLY);
 /// let stray = file.clone(); // error: `EmptyFile` is not `Clone`
 /// ```
+///
+/// Like [`FileRef`](crate::FileRef), an `EmptyFile` is neither `Send` nor
+/// `Sync`: it is opened or released on the thread that allocated it.
+///
+/// ```compile_fail
+/// fn shareable<T: Sync>(_: &T) {}
+/// let cache = lockref_dcache::Dcache::new(Default::default());
+/// shareable(&cache.alloc_file(lockref_dcache::OpenFlags::RDONLY)); // error: not Sync
+/// ```
 #[must_use = "dropping an unopened file releases it; call open or release"]
 pub struct EmptyFile<'c> {
     token: Unopened<File<'c>>,

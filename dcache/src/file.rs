@@ -58,6 +58,22 @@ unsafe impl<'c> Openable for File<'c> {
 /// the kernel defers `__fput` to `task_work`, or done at once outside any
 /// operation ([`lockref::Opened`]).
 ///
+/// # Threads
+///
+/// A `FileRef` is neither `Send` nor `Sync` (since the dcache moved onto
+/// `lockref::Opened`): the file embeds its own deferred-release work item
+/// (the kernel's `callback_head`, a `Cell` link), which its last put
+/// queues on the *current* thread's deferred-work list, and the cache
+/// does not synchronize that link between threads. A file stays on the
+/// thread that opened it; another thread opens the path itself (a lookup
+/// in the shared cache, which is `Sync`).
+///
+/// ```compile_fail
+/// fn shareable<T: Send>(_: T) {}
+/// let cache = lockref_dcache::Dcache::new(Default::default());
+/// shareable(cache.open("/", lockref_dcache::OpenFlags::RDONLY).unwrap()); // error: not Send
+/// ```
+///
 /// ```
 /// use lockref_dcache::{Dcache, OpenFlags};
 ///

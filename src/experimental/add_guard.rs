@@ -7,7 +7,7 @@ use core::ops::{Deref, DerefMut};
 use super::add_count::{decode, reported, Count, BIAS, DEAD_STORED, LOCKED, SATURATED};
 use super::AddLockRef;
 use crate::error::CountError;
-use crate::sync::{fence, MutPtr, Ordering};
+use crate::sync::{acquire_fence_after, MutPtr, Ordering};
 
 /// The held lock of an [`AddLockRef`]: the data, and the count as it is
 /// now (other threads' adds still land).
@@ -137,7 +137,7 @@ impl<'a, T> AddLockRefGuard<'a, T> {
                 Ok(_) => {
                     if left == 0 {
                         // Acquire: as `put_return` reaching zero.
-                        fence(Ordering::Acquire);
+                        acquire_fence_after!(word);
                     }
                     return Ok(left);
                 }

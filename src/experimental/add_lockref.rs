@@ -8,7 +8,7 @@ use super::add_count::{
 };
 use super::AddLockRefGuard;
 use crate::error::{CountError, PutError};
-use crate::sync::{fence, spin_loop, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{acquire_fence_after, spin_loop, AtomicU64, Ordering, UnsafeCell};
 
 /// A lockref on one `fetch_add` word. See the [module docs](super) for the
 /// layout and for what differs from [`LockRef`](crate::LockRef).
@@ -174,7 +174,7 @@ impl<T> AddLockRef<T> {
                 Count::Saturated => {
                     // Acquire: a reference taken without a write still
                     // sees what was published before the word it read.
-                    fence(Ordering::Acquire);
+                    acquire_fence_after!(self.word);
                     return true;
                 }
                 Count::Live(_) => {}
@@ -225,7 +225,7 @@ impl<T> AddLockRef<T> {
             Count::Live(1) => {
                 // Acquire: the one who reaches zero sees every holder's
                 // writes (the `Arc` rule).
-                fence(Ordering::Acquire);
+                acquire_fence_after!(self.word);
                 Ok(0)
             }
             other => self.undo_put(other),

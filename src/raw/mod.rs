@@ -28,7 +28,7 @@ use crate::count::{incremented, SATURATED};
 use crate::error::PutError;
 use crate::policy::Policy;
 use crate::stats::{Event, Stats};
-use crate::sync::{fence, Ordering};
+use crate::sync::{acquire_fence_after, Ordering};
 
 pub(crate) mod ticket;
 
@@ -229,7 +229,7 @@ impl RawLockRef {
                 if count == SATURATED {
                     // Saturated: a reference without a write, with the
                     // Acquire the compare-and-swap would have given.
-                    fence(Ordering::Acquire);
+                    acquire_fence_after!(self.word.lock_word());
                     true
                 } else {
                     false
@@ -279,7 +279,7 @@ impl RawLockRef {
                 if new == 0 {
                     // Acquire at zero: every other holder's releasing put
                     // happens before our return, so the caller may free.
-                    fence(Ordering::Acquire);
+                    acquire_fence_after!(self.word.lock_word());
                 }
                 Ok(new as u32)
             }
