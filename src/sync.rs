@@ -6,8 +6,18 @@
 //! (`get_mut` handing out a tracked pointer, `with_mut`) in both worlds, as
 //! tokio's and sharded-slab's shims do.
 
+// `--cfg lockref_loom` asks for loom's types, which come with the `loom`
+// feature: without it, one error that says so (and `core`'s types below,
+// so that it is the only one).
+#[cfg(all(lockref_loom, not(feature = "loom")))]
+compile_error!(
+    "`--cfg lockref_loom` needs lockref's `loom` feature: depend on lockref with \
+     `features = [\"loom\"]` (for example in [dev-dependencies]), or pass \
+     `--features lockref/loom`; see the README's \"Loom models of your own code\""
+);
+
 cfg_if::cfg_if! {
-    if #[cfg(lockref_loom)] {
+    if #[cfg(all(lockref_loom, feature = "loom"))] {
         pub(crate) use loom::cell::{MutPtr, UnsafeCell};
         pub(crate) use loom::hint::spin_loop;
         #[allow(unused_imports)]

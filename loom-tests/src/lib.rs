@@ -76,6 +76,10 @@ mod model {
     /// The words a `CountedRef` model runs on, as the models build and
     /// read them: each `CountedRef` model runs once per word.
     pub trait TestWord<D>: LockRefWord<Data = D> + Send + Sync + Sized + 'static {
+        /// Whether the count is frozen while the lock is held (the
+        /// compare-and-swap word), so that `last_put` always sees zero;
+        /// on the fetch_add word a revive can land under the lock.
+        const FROZEN_UNDER_LOCK: bool;
         /// Unlocked with `count` references.
         fn with_count(data: D, count: u32) -> Self;
         /// The count now; `None` if dead.
@@ -83,6 +87,7 @@ mod model {
     }
 
     impl<D: Send + 'static> TestWord<D> for LockRef<D> {
+        const FROZEN_UNDER_LOCK: bool = true;
         fn with_count(data: D, count: u32) -> Self {
             LockRef::with_count(data, count.try_into().unwrap()).unwrap()
         }
@@ -92,6 +97,7 @@ mod model {
     }
 
     impl<D: Send + 'static> TestWord<D> for lockref::experimental::AddLockRef<D> {
+        const FROZEN_UNDER_LOCK: bool = false;
         fn with_count(data: D, count: u32) -> Self {
             Self::with_count(data, count).unwrap()
         }

@@ -338,10 +338,16 @@ fn opened_last_put_releases_once() {
 /// An object with a grace section (its memory outlives the model, as an
 /// RCU or epoch scheme would keep it): the last put reaches zero without
 /// the lock, and is raced by a lookup that revives the object and puts it
-/// again. Both putters then reach the lock; exactly one kills.
+/// again. Both putters then reach the lock; exactly one kills. `last_put`
+/// is asked only at zero: on the compare-and-swap word exactly once (the
+/// putter that locks while the other holds a reference re-checks the count
+/// and leaves the decision to it); on the fetch_add word a revive landing
+/// under the lock can make it ask twice, and `kill_if_zero` refuses the
+/// first kill.
 struct Graced<W> {
     lockref: W,
     released: AtomicUsize,
+    asked: AtomicUsize,
 }
 
 // SAFETY: never freed inside the model (the grace the contract asks for);
@@ -354,7 +360,12 @@ unsafe impl<W: TestWord<()>> RefCounted for Graced<W> {
         &self.lockref
     }
 
-    fn last_put(&self, _: &mut W::Guard<'_>) -> Fate {
+    fn last_put(&self, guard: &mut W::Guard<'_>) -> Fate {
+        self.asked.fetch_add(1, SeqCst);
+        assert!(
+            !W::FROZEN_UNDER_LOCK || W::is_unused(guard),
+            "last_put asked with a reference out"
+        );
         Fate::Kill
     }
 
@@ -374,6 +385,7 @@ fn grace_put_to_zero_races_a_revival_and_kills_once<W: TestWord<()>>() {
         let raw = NonNull::from(Box::leak(Box::new(Graced {
             lockref: W::with_count((), 1),
             released: AtomicUsize::new(0),
+            asked: AtomicUsize::new(0),
         })));
         let addr = raw.as_ptr() as usize;
         // SAFETY: the new object's count of one.
@@ -391,6 +403,15 @@ fn grace_put_to_zero_races_a_revival_and_kills_once<W: TestWord<()>>() {
         // SAFETY: never freed during the model; freed below.
         let obj = unsafe { raw.as_ref() };
         assert_eq!(obj.released.load(SeqCst), 1);
+        let asked = obj.asked.load(SeqCst);
+        if W::FROZEN_UNDER_LOCK {
+            assert_eq!(
+                asked, 1,
+                "asked only by the putter that saw zero under the lock"
+            );
+        } else {
+            assert!((1..=2).contains(&asked), "{asked}");
+        }
         assert_eq!(obj.lockref.live_count(), None, "dead");
         // SAFETY: unreferenced, from the box above.
         drop(unsafe { Box::from_raw(raw.as_ptr()) });
