@@ -28,6 +28,9 @@ use crate::runner::{Measurement, RunConfig, RunError};
 pub fn run_testcases(opts: &Options, out: &mut dyn Write) -> Result<Vec<Measurement>, RunError> {
     let cfg = opts.run_config();
     let mut results = Vec::new();
+    if cfg.progress {
+        writeln!(out, "{}", runner::PROGRESS_HEADER).map_err(RunError::Io)?;
+    }
     for &tc in &opts.testcases {
         for &threads in &opts.threads {
             for (v, name) in tc.variants().iter().enumerate() {
@@ -105,6 +108,9 @@ pub fn run_replay(
                 "the second pass differed from the first: a pass did not put the tree back".into(),
             ));
         }
+    }
+    if cfg.progress {
+        writeln!(out, "{}", runner::PROGRESS_HEADER).map_err(RunError::Io)?;
     }
     for &threads in &opts.threads {
         for (name, variants) in [("before", Variants::BEFORE), ("after", Variants::AFTER)] {

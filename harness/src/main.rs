@@ -77,6 +77,7 @@ fn real_main(opts: &Options) -> Result<(), String> {
         None => run_testcases(opts, &mut out).map_err(|e| e.to_string())?,
     };
     let _ = writeln!(out, "\n{}", report::summary(&results));
+    let _ = write!(out, "{}", report::legend(&results));
     if let Some(p) = &opts.csv {
         write_file(p, &report::csv(&results).map_err(|e| e.to_string())?)?;
     }

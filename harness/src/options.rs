@@ -48,6 +48,28 @@ pub struct Options {
     pub against: Vec<PathBuf>,
 }
 
+/// `--help`'s text after the options: the testcases, one line each, with
+/// their variants (before first), then the examples.
+fn after_help() -> String {
+    let mut text = String::from(
+        "Testcases (-t; each runs its variants in this process, the first one the baseline):\n",
+    );
+    for t in ALL {
+        text.push_str(&format!("  {:<10} {}\n", t.name(), t.describe()));
+        text.push_str(&format!(
+            "  {:<10}   variants: {}\n",
+            "",
+            t.variants().join(" | ")
+        ));
+    }
+    text.push_str(
+        "\nThe summary's ratio is the variant's ops/s over the baseline's (> 1.00x: faster);\n",
+    );
+    text.push_str("the legend printed under it says more, and harness/README.md all of it.\n\n");
+    text.push_str(EXAMPLES);
+    text
+}
+
 const EXAMPLES: &str = "\
 Examples:
   wis                                   every testcase at 1 thread and at every CPU
@@ -88,7 +110,7 @@ fn repeat_count(s: &str) -> Result<usize, String> {
 /// wis: will-it-scale style runs of the lockref dcache, each seed before
 /// and after, in one process.
 #[derive(Parser, Debug)]
-#[command(name = "wis", version, after_help = EXAMPLES)]
+#[command(name = "wis", version, after_help = after_help())]
 struct Cli {
     /// Testcases, comma-separated [default: all].
     #[arg(short = 't', long = "tests", value_delimiter = ',', value_parser = testcase, value_name = "LIST")]
@@ -114,7 +136,8 @@ struct Cli {
     /// Runs per configuration; the median is reported.
     #[arg(short = 'r', long, value_parser = repeat_count, default_value = "1", value_name = "N")]
     repeat: usize,
-    /// No per-tick min/max/total lines.
+    /// No per-tick lines (each run's ticks: the slowest and the fastest
+    /// worker's ops/s, and all workers' together).
     #[arg(short = 'q', long)]
     quiet: bool,
     /// Write will-it-scale's runtest.py CSV (the idle column measured).

@@ -1,6 +1,7 @@
 //! The plot, on plotters (criterion's plotting backend): one panel per
 //! testcase, ops/s against threads, a line per variant (baseline first),
-//! each with the linear-scaling reference drawn from its 1-thread point,
+//! named before/after (or baseline), each with the linear-scaling
+//! reference drawn dashed from its 1-thread point, named in the legend too,
 //! labelled axes with ticks and a legend. The same drawing goes to SVG and
 //! to PNG.
 
@@ -35,6 +36,18 @@ fn size(results: &[Measurement]) -> (u32, u32) {
     let rows = panels.div_ceil(COLUMNS) as u32;
     let cols = panels.min(COLUMNS) as u32;
     (PANEL.0 * cols, PANEL.1 * rows + TITLE)
+}
+
+/// A series' name in the legend: a seed's two variants are its before
+/// and after; of more (the lockref policies against the floor), the first
+/// is the baseline the others are measured against.
+pub fn series_name(index: usize, count: usize, variant: &str) -> String {
+    match (index, count) {
+        (0, 2) => format!("before: {variant}"),
+        (1, 2) => format!("after: {variant}"),
+        (0, _) => format!("baseline: {variant}"),
+        _ => variant.to_string(),
+    }
 }
 
 /// Human-sized tick labels: 1.2M, 350k.
@@ -96,11 +109,11 @@ fn draw<DB: DrawingBackend>(
             .x_label_formatter(&|t| format!("{t:.0}"))
             .y_label_formatter(&|v| si(*v))
             .draw()?;
-        for (i, variant) in distinct(ms.iter().map(|m| m.variant.as_str()))
-            .into_iter()
-            .enumerate()
-        {
+        let variants = distinct(ms.iter().map(|m| m.variant.as_str()));
+        let count = variants.len();
+        for (i, variant) in variants.into_iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
+            let name = series_name(i, count, variant);
             let mut points: Vec<(f64, f64)> = ms
                 .iter()
                 .filter(|m| m.variant == variant)
@@ -109,7 +122,7 @@ fn draw<DB: DrawingBackend>(
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             chart
                 .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
-                .label(variant)
+                .label(name.clone())
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
                 });
@@ -122,7 +135,7 @@ fn draw<DB: DrawingBackend>(
                         4,
                         color.mix(0.6).stroke_width(1),
                     ))?
-                    .label(format!("{variant}: linear"))
+                    .label(format!("{name}: linear (1-thread rate x threads)"))
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 20, y)], color.mix(0.6))
                     });

@@ -45,6 +45,46 @@ pub fn summary(results: &[Measurement]) -> String {
     out
 }
 
+/// The legend printed under the summary: how to read each column, and
+/// what the baseline is for the rows that are not a seed's before and
+/// after. Says only what applies to `results`.
+pub fn legend(results: &[Measurement]) -> String {
+    let has = |name: &str| results.iter().any(|m| m.testcase == name);
+    let mut out = String::from(
+        "How to read this (harness/README.md has the rest):\n\
+         \x20 ratio          each row's variant's ops/s over the first variant's of its testcase (for a\n\
+         \x20                seed: after / before), measured one after the other in this process. Above\n\
+         \x20                1.00x the row's variant is faster.\n\
+         \x20 before, after  a seed's old and new code (its first and second variant), both built into\n\
+         \x20                this binary; runs on 2 CPUs move by 15-30%, so compare ratios, and repeat (-r 5).\n\
+         \x20 seed reported  the figure the seed's own patch reported, on the machine it was measured on\n\
+         \x20                (often tens of cores): the direction to expect, not a target on a small machine.\n",
+    );
+    if has("lockref") {
+        out.push_str(
+            "  lockref rows   the first variant is the fetch_add floor (a lock xadd get and put, no check:\n\
+             \x20                the least a shared count can cost), so each ratio is that lockref's share of\n\
+             \x20                it, at most about 1.00x. With one thread nothing contends: a lockref's load and\n\
+             \x20                compare-and-swap cost about as much as the floor's add (0.7x-1.2x on the 2-CPU\n\
+             \x20                dev VMs, by CPU model and noise). From two threads on, failed\n\
+             \x20                compare-and-swaps are retried, which the floor never does: the README's\n\
+             \x20                0.5x-0.8x are those contended figures.\n",
+        );
+    }
+    if has("inodes") {
+        out.push_str(
+            "  inodes rows    the first variant is the virtiofsd-style table (a locked map of Arcs), the\n\
+             \x20                second the table on lockref's CountedRef.\n",
+        );
+    }
+    if has("replay") {
+        out.push_str(
+            "  replay rows    before: every seed's old code; after: every seed's new code, on the same trace.\n",
+        );
+    }
+    out
+}
+
 /// A row of the CSV: will-it-scale's `runtest.py` columns for a threads
 /// run (`tasks`, `threads`, `threads_idle`, `linear`), prefixed by the
 /// testcase and variant, with each worker's slowest and fastest rate. The

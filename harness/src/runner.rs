@@ -73,6 +73,11 @@ impl std::error::Error for RunError {}
 
 use crate::cpus;
 
+/// The line printed before the per-tick lines (unless `-q`): what their
+/// columns are.
+pub const PROGRESS_HEADER: &str = "# per tick (250 ms): testcase, variant, worker threads; \
+min/max: the slowest and the fastest worker's ops/s; total: all workers' ops/s";
+
 /// Runs `body(worker)` in a loop on `threads` workers, each first built by
 /// `make(worker)`, for `cfg.warmup` then `cfg.duration`, printing one line
 /// per tick (a quarter second, or less for short runs).

@@ -90,6 +90,21 @@ impl Testcase {
         }
     }
 
+    /// One line on what the testcase measures, for `wis --help`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Testcase::Open3 => "open + close one shared file (seed 000: the file consumes the walk's references)",
+            Testcase::Open1 => "open + close a file per thread (control: nothing shared, so no gain expected)",
+            Testcase::OpenNeg => "open a name that does not exist (seed 001: the unopened file freed at once, nothing deferred)",
+            Testcase::Pseudo => "allocate + free a pipe's dentry (seed 002: its own parent, so the pseudo root is not touched)",
+            Testcase::Creat => "O_CREAT open + close of an existing file (seed 003: a lookup before the directory lock)",
+            Testcase::TryLookup => "cached-name lookup on a revalidating filesystem (seed 004: no revalidation)",
+            Testcase::Stat2 => "lookup + release of one name, lockref in its own cache line or in the lookup's",
+            Testcase::Lockref => "get + put on one shared lockref: the fetch_add floor, each policy, the fetch_add word",
+            Testcase::Inodes => "the FUSE inode table's share of LOOKUP/OPEN/READ/RELEASE/FORGET: virtiofsd-style vs lockref",
+        }
+    }
+
     /// What the seed reported, for the summary.
     pub fn seed_figure(self) -> &'static str {
         match self {

@@ -321,11 +321,97 @@ fn progress_lines_look_like_will_it_scale() {
     let mut out = Vec::new();
     run_testcases(&opts, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
-    let line = text.lines().next().unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(lockref_harness::runner::PROGRESS_HEADER),
+        "the header first"
+    );
+    let line = lines.next().unwrap();
     assert!(
         line.contains("min:") && line.contains("max:") && line.contains("total:"),
         "{line}"
     );
+    // Quiet: neither ticks nor their header.
+    let mut quiet = Vec::new();
+    opts.progress = false;
+    run_testcases(&opts, &mut quiet).unwrap();
+    assert!(quiet.is_empty(), "{}", String::from_utf8_lossy(&quiet));
+}
+
+/// `wis` as a newcomer runs it: the summary is followed by a legend that
+/// says what the ratio is, which way is better, what the floor and the
+/// seeds' figures are, and where to read more; `--help` lists every
+/// testcase with a line on it and its variants.
+#[test]
+fn the_output_and_the_help_explain_themselves() {
+    let wis = env!("CARGO_BIN_EXE_wis");
+    let run = std::process::Command::new(wis)
+        .args([
+            "-q",
+            "-d",
+            "0.02",
+            "-w",
+            "0",
+            "-n",
+            "1",
+            "-t",
+            "open3,lockref,inodes",
+            "--no-pin",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = String::from_utf8(run.stdout).unwrap();
+    let legend = text
+        .split("How to read this")
+        .nth(1)
+        .expect("a legend under the table");
+    for needed in [
+        "harness/README.md",
+        "after / before",
+        "1.00x the row's variant is faster",
+        "seed reported",
+        "fetch_add floor",
+        "virtiofsd-style table",
+    ] {
+        assert!(
+            legend.contains(&needed),
+            "legend lacks {needed:?}:\n{legend}"
+        );
+    }
+    assert!(!legend.contains("replay rows"), "only what applies");
+    assert!(text.find("ratio").unwrap() < text.find("How to read this").unwrap());
+    let help = std::process::Command::new(wis)
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for t in lockref_harness::testcases::ALL {
+        let line = format!("{:<10} {}", t.name(), t.describe());
+        assert!(help.contains(&line), "--help lacks {line:?}");
+        assert!(
+            help.contains(&t.variants().join(" | ")),
+            "--help lacks {}'s variants",
+            t.name()
+        );
+    }
+}
+
+#[test]
+fn the_plot_names_before_after_and_the_baseline() {
+    use lockref_harness::plot::series_name;
+    assert_eq!(series_name(0, 2, "get/put"), "before: get/put");
+    assert_eq!(series_name(1, 2, "consume"), "after: consume");
+    assert_eq!(
+        series_name(0, 5, "fetch_add floor"),
+        "baseline: fetch_add floor"
+    );
+    assert_eq!(series_name(3, 5, "ExpBackoff"), "ExpBackoff");
 }
 
 #[test]
