@@ -380,7 +380,7 @@ fn the_output_and_the_help_explain_themselves() {
         "virtiofsd-style table",
     ] {
         assert!(
-            legend.contains(&needed),
+            legend.contains(needed),
             "legend lacks {needed:?}:\n{legend}"
         );
     }
