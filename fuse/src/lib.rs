@@ -1,15 +1,17 @@
-//! A passthrough FUSE filesystem whose inode table runs on lockref's
-//! [`CountedRef`](lockref::CountedRef): a real client of the crate, driven
-//! by the kernel and by real programs.
+//! A passthrough FUSE filesystem whose inode table is a
+//! [`lockref_table::Table`] (lockref's safe table of counted objects, on
+//! [`CountedRef`](lockref::CountedRef)): a real client of the crates,
+//! driven by the kernel and by real programs.
 //!
 //! It mirrors a host directory. Each host inode the kernel learns of gets
 //! a node id and an entry in the inode table, counted by one reference per
 //! kernel lookup (a `LOOKUP`, `CREATE`, `MKDIR`, `MKNOD`, `SYMLINK` or
 //! `LINK` reply, or a `READDIRPLUS` entry), per open handle and per request
 //! in flight. `FORGET` gives the kernel's back, `nlookup` at a time
-//! ([`CountedRef::put_many`](lockref::CountedRef::put_many)), and the inode
-//! leaves the table when its last reference goes: every put is one lockless
-//! atomic but that last one, which takes the table's lock.
+//! ([`Table::forget`](lockref_table::Table::forget)), and the inode leaves
+//! the table when its last reference goes: lookups take no lock, and every
+//! put is one lockless atomic but that last one, which takes the inode's
+//! lock and then the table's bucket locks to remove it.
 //!
 //! The same binary runs the baseline, [`LockedTable`], which counts as
 //! virtiofsd's passthrough store does (an atomic count per inode, the

@@ -1,0 +1,101 @@
+//! [`Handle`]: an owned, counted reference to a table's entry.
+
+use core::fmt;
+use core::ops::Deref;
+
+use lockref::CountedRef;
+
+use crate::node::Node;
+use crate::sync::Ordering;
+
+/// An owned, counted reference to an entry of a [`Table`](crate::Table):
+/// one pointer. `Clone` takes a reference (one atomic on the entry), `Drop`
+/// gives it back (one atomic, unless it is the last: then the entry's lock
+/// is taken and the table's `keep` decides whether the entry stays, unused
+/// and findable, or dies). A handle keeps the table's shared state alive:
+/// it may outlive the [`Table`](crate::Table) itself.
+pub struct Handle<K: Send + Sync, V: Send + Sync> {
+    pub(crate) counted: CountedRef<Node<K, V>>,
+}
+
+impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
+    /// The entry's key.
+    pub fn key(&self) -> &K {
+        &self.counted.key
+    }
+
+    /// The entry's id: unique for the table's life, never reused.
+    pub fn id(&self) -> u64 {
+        self.counted.id
+    }
+
+    /// Hands this reference to a peer (a FUSE `LOOKUP` reply hands one to
+    /// the kernel): the table counts it as the peer's, and
+    /// [`Table::forget`](crate::Table::forget) gives it back. Returns the
+    /// id to send.
+    pub fn into_id(self) -> u64 {
+        // Relaxed: only `forget` reads it, to refuse more than was handed
+        // out; the reference itself is in the lockref's count already.
+        self.counted.counts.peer.fetch_add(1, Ordering::Relaxed);
+        let id = self.id();
+        let _ = CountedRef::into_raw(self.counted);
+        id
+    }
+
+    /// Whether two handles are to the same entry.
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        CountedRef::ptr_eq(&a.counted, &b.counted)
+    }
+
+    /// The references the peer holds on this entry now (a snapshot).
+    pub fn peer_refs(&self) -> u64 {
+        // Relaxed: a snapshot.
+        self.counted.counts.peer.load(Ordering::Relaxed)
+    }
+
+    /// The entry's count now (a snapshot): handles and the peer's
+    /// references.
+    pub fn count(&self) -> u32 {
+        self.counted.counts.lockref.count().max(0) as u32
+    }
+
+    /// The operation counters of the entry's lockref (feature `testing`),
+    /// for tests that count the atomics a path performs.
+    #[cfg(feature = "testing")]
+    pub fn lockref_stats(&self) -> lockref::StatsSnapshot {
+        self.counted.counts.lockref.stats()
+    }
+
+    /// Sets the entry's lockref counters to zero (feature `testing`).
+    #[cfg(feature = "testing")]
+    pub fn reset_lockref_stats(&self) {
+        self.counted.counts.lockref.reset_stats();
+    }
+}
+
+impl<K: Send + Sync, V: Send + Sync> Clone for Handle<K, V> {
+    fn clone(&self) -> Self {
+        Handle {
+            counted: self.counted.clone(),
+        }
+    }
+}
+
+impl<K: Send + Sync, V: Send + Sync> Deref for Handle<K, V> {
+    type Target = V;
+
+    fn deref(&self) -> &V {
+        // SAFETY: our reference keeps the entry, and its value, alive.
+        unsafe { self.counted.value() }
+    }
+}
+
+impl<K: Send + Sync + fmt::Debug, V: Send + Sync + fmt::Debug> fmt::Debug for Handle<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("id", &self.id())
+            .field("key", self.key())
+            .field("value", &**self)
+            .finish()
+    }
+}

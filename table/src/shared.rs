@@ -1,0 +1,227 @@
+//! [`Shared`]: what a table's entries point into (the two bucket arrays,
+//! the LRU, the counters and the user's `keep`), kept alive by the table
+//! and by every entry, so that no handle outlives it.
+
+use core::hash::{BuildHasher, Hash};
+use core::ptr::NonNull;
+use std::collections::hash_map::RandomState;
+
+use crossbeam_epoch::Guard;
+use lockref::CountedRef;
+
+use crate::chain::{Bucket, Link};
+use crate::lru::Lru;
+use crate::node::{Node, ON_KEY_CHAIN};
+use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, MutexGuard, Ordering};
+
+/// The user's decision at zero: keep the entry (unused, findable) or kill
+/// it.
+pub(crate) type Keep<K, V> = Box<dyn Fn(&K, &V) -> bool + Send + Sync>;
+
+pub(crate) struct Shared<K, V> {
+    key_buckets: Box<[Bucket<K, V>]>,
+    id_buckets: Box<[Bucket<K, V>]>,
+    hasher: RandomState,
+    next_id: AtomicU64,
+    /// Entries inserted and not yet released.
+    len: AtomicUsize,
+    /// Cleared when the table is dropped: no entry is kept at zero after.
+    open: AtomicBool,
+    pub(crate) max_unused: usize,
+    pub(crate) keep: Keep<K, V>,
+    pub(crate) lru: Lru<K, V>,
+    /// The table's own lock acquisitions (bucket and LRU locks), for the
+    /// accounting tests.
+    #[cfg(feature = "testing")]
+    locks_taken: AtomicUsize,
+}
+
+impl<K, V> Shared<K, V> {
+    pub(crate) fn new(buckets: usize, max_unused: usize, first_id: u64, keep: Keep<K, V>) -> Self {
+        let buckets = buckets.clamp(1, 1 << 24).next_power_of_two();
+        Shared {
+            key_buckets: (0..buckets).map(|_| Bucket::new()).collect(),
+            id_buckets: (0..buckets).map(|_| Bucket::new()).collect(),
+            hasher: RandomState::new(),
+            next_id: AtomicU64::new(first_id),
+            len: AtomicUsize::new(0),
+            open: AtomicBool::new(true),
+            max_unused,
+            keep,
+            lru: Lru::new(),
+            #[cfg(feature = "testing")]
+            locks_taken: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        // Acquire: pairs with `close`; under a node's lock either order is
+        // fine (see `Table`'s drop).
+        self.open.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn close(&self) {
+        self.open.store(false, Ordering::Release);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        // Relaxed: a snapshot.
+        self.len.load(Ordering::Relaxed)
+    }
+
+    fn key_bucket(&self, hash: u64) -> &Bucket<K, V> {
+        &self.key_buckets[(hash as usize) & (self.key_buckets.len() - 1)]
+    }
+
+    fn id_bucket(&self, id: u64) -> &Bucket<K, V> {
+        // Ids are sequential: their low bits spread over the buckets.
+        &self.id_buckets[(id as usize) & (self.id_buckets.len() - 1)]
+    }
+
+    /// Takes a bucket's (or the LRU's) writer lock, counted for the tests.
+    fn lock<'a>(&self, bucket: &'a Bucket<K, V>) -> MutexGuard<'a, ()> {
+        #[cfg(feature = "testing")]
+        self.locks_taken.fetch_add(1, Ordering::Relaxed);
+        lock(&bucket.lock)
+    }
+
+    #[cfg(feature = "testing")]
+    pub(crate) fn locks_taken(&self) -> usize {
+        self.locks_taken.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn hash(&self, key: &K) -> u64
+    where
+        K: Hash,
+    {
+        self.hasher.hash_one(key)
+    }
+
+    /// The entry of `key`, on its chain, found without taking anything
+    /// (maybe dying: the caller takes a reference with `try_get`).
+    pub(crate) fn find_key(&self, hash: u64, key: &K, guard: &Guard) -> Option<NonNull<Node<K, V>>>
+    where
+        K: Eq,
+    {
+        self.key_bucket(hash).find(Link::Key, guard, |n| {
+            n.hash == hash && n.on_key_chain() && n.key == *key
+        })
+    }
+
+    /// The entry with `id`, found without taking anything (maybe dying).
+    pub(crate) fn find_id(&self, id: u64, guard: &Guard) -> Option<NonNull<Node<K, V>>> {
+        self.id_bucket(id).find(Link::Id, guard, |n| n.id == id)
+    }
+
+    /// Every entry on the id chains now (every entry not yet released).
+    pub(crate) fn all(&self, guard: &Guard) -> Vec<NonNull<Node<K, V>>> {
+        let mut out = Vec::new();
+        for b in self.id_buckets.iter() {
+            b.collect(Link::Id, guard, &mut out);
+        }
+        out
+    }
+
+    /// The live entry of `key`, referenced, or a new one made by `make`
+    /// from its id, under the key's bucket lock (so two inserts of one key
+    /// make one entry). A dying entry of the key is passed over: its
+    /// release unlinks it.
+    pub(crate) fn find_or_insert(
+        this: &Arc<Self>,
+        hash: u64,
+        key: K,
+        make: impl FnOnce(u64) -> V,
+    ) -> CountedRef<Node<K, V>>
+    where
+        K: Eq + Send + Sync,
+        V: Send + Sync,
+    {
+        let bucket = this.key_bucket(hash);
+        let _locked = this.lock(bucket);
+        let guard = crossbeam_epoch::pin();
+        if let Some(found) = this.find_key(hash, &key, &guard) {
+            // SAFETY: found on the chain while pinned: not freed before the
+            // pin ends; the chain's pointer has the allocation's provenance.
+            if let Some(r) = unsafe { CountedRef::try_get(found) } {
+                return r;
+            }
+        }
+        // Relaxed: a unique number is all that is needed.
+        let id = this.next_id.fetch_add(1, Ordering::Relaxed);
+        let node = Box::new(Node::new(this.clone(), hash, id, key, make(id)));
+        let ptr = NonNull::from(Box::leak(node));
+        {
+            let ids = this.id_bucket(id);
+            let _locked = this.lock(ids);
+            ids.push(Link::Id, ptr, &guard);
+        }
+        bucket.push(Link::Key, ptr, &guard);
+        this.len.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: a new node whose count of one is this reference.
+        unsafe { CountedRef::from_raw(ptr) }
+    }
+
+    /// Takes `node` off its key's chain, so that lookups by key no longer
+    /// find it (it stays reachable by id while referenced, and is killed
+    /// at zero). Returns whether it was on it.
+    pub(crate) fn unhash(&self, node: &Node<K, V>, guard: &Guard) -> bool {
+        let bucket = self.key_bucket(node.hash);
+        let _locked = self.lock(bucket);
+        // AcqRel: one remover; Release so that walkers that see it clear
+        // pass the node over.
+        if node.flags.fetch_and(!ON_KEY_CHAIN, Ordering::AcqRel) & ON_KEY_CHAIN == 0 {
+            return false;
+        }
+        bucket.unlink(Link::Key, node, guard)
+    }
+
+    /// A released node leaves both chains (under their locks, key then id,
+    /// as `find_or_insert` takes them) and the count.
+    pub(crate) fn unlink(&self, node: &Node<K, V>, guard: &Guard) {
+        self.unhash(node, guard);
+        let ids = self.id_bucket(node.id);
+        let _locked = self.lock(ids);
+        ids.unlink(Link::Id, node, guard);
+        self.len.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Reclaims up to `n` unused entries, oldest first; returns how many
+    /// it killed. Entries revived since they were listed are only unlisted.
+    pub(crate) fn shrink(&self, n: usize) -> usize
+    where
+        K: Send + Sync,
+        V: Send + Sync,
+    {
+        // Pinned before any node is taken off the list: a node popped is
+        // valid until this pin ends, even if released meanwhile.
+        let _guard = crossbeam_epoch::pin();
+        let mut killed = 0;
+        for _ in 0..n {
+            #[cfg(feature = "testing")]
+            self.locks_taken.fetch_add(1, Ordering::Relaxed);
+            let Some(oldest) = self.lru.pop_oldest() else {
+                break;
+            };
+            // SAFETY: valid under the pin (see above), with the
+            // allocation's provenance (the list holds the chain's pointer).
+            if unsafe { CountedRef::kill_unused(oldest) } {
+                killed += 1;
+            }
+        }
+        killed
+    }
+
+    /// Before an insert: reclaims so that the new entry, once unused too,
+    /// still fits the bound.
+    pub(crate) fn reclaim_for_insert(&self)
+    where
+        K: Send + Sync,
+        V: Send + Sync,
+    {
+        let listed = self.lru.len();
+        let excess = (listed + 1).saturating_sub(self.max_unused).min(listed);
+        if excess > 0 {
+            self.shrink(excess);
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! [`Table`]: the concurrent map from keys to counted entries, and its
+//! protocol ids.
+
+use core::hash::Hash;
+
+use lockref::CountedRef;
+
+use crate::error::TableError;
+use crate::handle::Handle;
+use crate::shared::{Keep, Shared};
+use crate::sync::{Arc, Ordering};
+
+/// How a [`Table`] is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Buckets of each of the two indexes (by key, by id): rounded up to a
+    /// power of two, at most 2^24. The table is never resized (as the
+    /// kernel's dentry and inode hashes are sized once): size it for the
+    /// entries you expect. Default 1024.
+    pub buckets: usize,
+    /// The most unused entries (count zero, kept by `keep`) held on the
+    /// LRU: an insert first reclaims the oldest until the new entry, once
+    /// unused too, still fits. `0` keeps none. Default 4096.
+    pub max_unused: usize,
+    /// The first id handed out; later ones follow it. Default 1 (the FUSE
+    /// root's node id, for a table whose first entry is the root).
+    pub first_id: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            buckets: 1024,
+            max_unused: 4096,
+            first_id: 1,
+        }
+    }
+}
+
+/// A concurrent table from keys to counted entries, on lockref's
+/// [`CountedRef`]: a FUSE inode table, an fd table, a cache of objects
+/// found by name.
+///
+/// - **Lookups take no lock** and write nothing shared but the found
+///   entry's count ([`find`](Self::find), [`get`](Self::get)): they walk a
+///   bucket's chain under an epoch pin (the kernel's RCU walk), and take
+///   their reference with `lockref_get_not_dead`, which revives an entry
+///   kept at zero and never returns a dying one.
+/// - **Inserts are atomic per key** ([`find_or_insert_with`](Self::find_or_insert_with)):
+///   under the key's bucket lock, a live entry is returned, and an absent or
+///   dying one is replaced.
+/// - **The decision at zero is the user's**, in safe code: the `keep`
+///   given to [`with_keep`](Self::with_keep) says whether an entry whose
+///   last reference went stays (unused, findable, on a bounded LRU) or
+///   dies. The table does the kill, the removal under the bucket locks and
+///   the deferred free.
+/// - **Protocol ids** ([`Handle::into_id`], [`get`](Self::get),
+///   [`forget`](Self::forget)): a reference handed to a peer (a FUSE
+///   node id) is counted, and the peer cannot give back more than it was
+///   given, nor name an entry that is gone: ids are never reused.
+/// - **Handles never outlive what they point into**: every entry keeps the
+///   table's shared state alive, so a handle may outlive the `Table`.
+///   Dropping the table ends the peer's references and kills the unused
+///   entries; entries still referenced die at their last put.
+///
+/// The `keep` function and the `make` function of an insert run with the
+/// table's locks held (the entry's lock, the key's bucket lock): they must
+/// not call into the table or drop one of its handles.
+///
+/// # Examples
+///
+/// An inode cache: `LOOKUP` hands a reference to the kernel, `FORGET`
+/// gives some back (more than was given is refused), an unlinked inode
+/// dies with its last reference, a linked one stays cached at zero.
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use lockref_table::{Config, Table, TableError};
+///
+/// struct Inode { linked: AtomicBool }
+///
+/// let table = Table::with_keep(Config::default(), |_ino: &u64, i: &Inode| {
+///     i.linked.load(Ordering::Relaxed)
+/// });
+/// // LOOKUP: find or make the inode, hand a reference to the kernel.
+/// let lookup = |ino| table.find_or_insert_with(ino, |_id| Inode { linked: AtomicBool::new(true) });
+/// let id = lookup(7).into_id();
+/// assert_eq!(lookup(7).into_id(), id); // the same inode, a second reference
+/// assert_eq!(table.forget(id, 3), Err(TableError::MoreThanHeld { id, forget: 3, held: 2 }));
+/// table.forget(id, 2).unwrap();
+/// assert_eq!(table.unused(), 1); // linked: cached at zero
+/// let open = table.get(id).unwrap(); // revived
+/// open.linked.store(false, Ordering::Relaxed); // unlink
+/// drop(open); // the last reference: killed
+/// assert_eq!((table.len(), table.get(id).err()), (0, Some(TableError::UnknownId(id))));
+/// ```
+pub struct Table<K: Send + Sync, V: Send + Sync> {
+    shared: Arc<Shared<K, V>>,
+}
+
+impl<K, V> Table<K, V>
+where
+    K: Hash + Eq + Send + Sync,
+    V: Send + Sync,
+{
+    /// A table that keeps no entry at zero: each dies with its last
+    /// reference.
+    pub fn new(config: Config) -> Self {
+        Self::with_keep(config, |_, _| false)
+    }
+
+    /// A table whose entries, when their last reference goes, stay
+    /// (unused, findable, reclaimed oldest first past
+    /// [`Config::max_unused`]) if `keep` says so, and die otherwise.
+    pub fn with_keep(
+        config: Config,
+        keep: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let keep: Keep<K, V> = Box::new(keep);
+        Table {
+            shared: Arc::new(Shared::new(
+                config.buckets,
+                config.max_unused,
+                config.first_id,
+                keep,
+            )),
+        }
+    }
+
+    /// The live entry of `key`, referenced (reviving one kept at zero), or
+    /// `None`. Takes no lock; writes nothing but the entry's count.
+    pub fn find(&self, key: &K) -> Option<Handle<K, V>> {
+        let hash = self.shared.hash(key);
+        let guard = crossbeam_epoch::pin();
+        let found = self.shared.find_key(hash, key, &guard)?;
+        // SAFETY: found on its chain while pinned: not freed before the pin
+        // ends; the chain's pointer has the allocation's provenance.
+        let counted = unsafe { CountedRef::try_get(found) }?;
+        Some(Handle { counted })
+    }
+
+    /// The live entry of `key`, referenced, or a new one with the value
+    /// `make` builds from its id. Lockless when the entry is there; else
+    /// under the key's bucket lock, where two inserts of one key make one
+    /// entry and a dying entry is replaced.
+    pub fn find_or_insert_with(&self, key: K, make: impl FnOnce(u64) -> V) -> Handle<K, V> {
+        if let Some(found) = self.find(&key) {
+            return found;
+        }
+        self.shared.reclaim_for_insert();
+        let hash = self.shared.hash(&key);
+        Handle {
+            counted: Shared::find_or_insert(&self.shared, hash, key, make),
+        }
+    }
+
+    /// The live entry with `id`, referenced (a request naming a node id).
+    /// Takes no lock.
+    ///
+    /// # Errors
+    ///
+    /// [`TableError::UnknownId`] if no live entry has it.
+    pub fn get(&self, id: u64) -> Result<Handle<K, V>, TableError> {
+        let guard = crossbeam_epoch::pin();
+        let found = self
+            .shared
+            .find_id(id, &guard)
+            .ok_or(TableError::UnknownId(id))?;
+        // SAFETY: as in `find`.
+        let counted = unsafe { CountedRef::try_get(found) }.ok_or(TableError::UnknownId(id))?;
+        Ok(Handle { counted })
+    }
+
+    /// Gives back `n` of the references the peer was handed for `id` (a
+    /// FUSE `FORGET`). Takes no lock unless they are the last references.
+    ///
+    /// # Errors
+    ///
+    /// [`TableError::UnknownId`] if no live entry has the id,
+    /// [`TableError::MoreThanHeld`] if the peer holds fewer than `n`:
+    /// nothing changes.
+    pub fn forget(&self, id: u64, n: u64) -> Result<(), TableError> {
+        let guard = crossbeam_epoch::pin();
+        let found = self
+            .shared
+            .find_id(id, &guard)
+            .ok_or(TableError::UnknownId(id))?;
+        // SAFETY: found while pinned: valid until the pin ends.
+        let node = unsafe { found.as_ref() };
+        // Relaxed: the count of references, not this number, orders the
+        // entry's teardown; this only refuses a peer that gives back more
+        // than it got.
+        node.counts
+            .peer
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                held.checked_sub(n)
+            })
+            .map_err(|held| {
+                if held == 0 && node.counts.lockref.is_dead() {
+                    TableError::UnknownId(id)
+                } else {
+                    TableError::MoreThanHeld {
+                        id,
+                        forget: n,
+                        held,
+                    }
+                }
+            })?;
+        // SAFETY: the peer owned these `n` references (handed out by
+        // `into_raw` in `Handle::into_id`), just taken from its count.
+        unsafe { CountedRef::put_many(found, n) }.expect("the peer's references are counted");
+        drop(guard);
+        Ok(())
+    }
+
+    /// The references the peer holds on `id`'s entry now, if it is live.
+    pub fn peer_refs(&self, id: u64) -> Option<u64> {
+        let guard = crossbeam_epoch::pin();
+        let found = self.shared.find_id(id, &guard)?;
+        // SAFETY: found while pinned.
+        let node = unsafe { found.as_ref() };
+        (!node.counts.lockref.is_dead()).then(|| node.counts.peer.load(Ordering::Relaxed))
+    }
+
+    /// Takes `key`'s entry out of the lookups by key (an unlink): it stays
+    /// reachable by id while referenced, and dies at its last put whatever
+    /// `keep` says. Returns whether there was one.
+    pub fn remove(&self, key: &K) -> bool {
+        let Some(entry) = self.find(key) else {
+            return false;
+        };
+        let guard = crossbeam_epoch::pin();
+        let removed = self.shared.unhash(&entry.counted, &guard);
+        drop(guard);
+        drop(entry);
+        removed
+    }
+
+    /// Entries not yet released: referenced or kept at zero.
+    pub fn len(&self) -> usize {
+        self.shared.len()
+    }
+
+    /// Whether [`len`](Self::len) is zero.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Entries on the LRU of unused ones (a revived one stays counted there
+    /// until the reclaimer or its next last put meets it).
+    pub fn unused(&self) -> usize {
+        self.shared.lru.len()
+    }
+
+    /// Reclaims up to `n` unused entries, oldest first (a shrinker).
+    /// Returns how many died.
+    pub fn shrink(&self, n: usize) -> usize {
+        self.shared.shrink(n)
+    }
+
+    /// A handle to every live entry now (a snapshot; unused ones are
+    /// revived by it, and kept again when the handles go).
+    pub fn handles(&self) -> Vec<Handle<K, V>> {
+        let guard = crossbeam_epoch::pin();
+        self.shared
+            .all(&guard)
+            .into_iter()
+            // SAFETY: found on a chain while pinned, as in `find`.
+            .filter_map(|ptr| unsafe { CountedRef::try_get(ptr) })
+            .map(|counted| Handle { counted })
+            .collect()
+    }
+
+    /// The table's own lock acquisitions so far (bucket and LRU locks;
+    /// feature `testing`), for tests that count what a path takes.
+    #[cfg(feature = "testing")]
+    pub fn locks_taken(&self) -> usize {
+        self.shared.locks_taken()
+    }
+}
+
+impl<K: Send + Sync, V: Send + Sync> Drop for Table<K, V> {
+    /// Ends the peer's references (a FUSE unmount need not send every
+    /// `FORGET`) and kills every unused entry; entries with handles out
+    /// die at their last put, which finds the table closed. Memory is
+    /// freed after the epoch grace period.
+    fn drop(&mut self) {
+        let shared = &*self.shared;
+        shared.close();
+        let guard = crossbeam_epoch::pin();
+        for ptr in shared.all(&guard) {
+            // SAFETY: found while pinned: valid until the pin ends.
+            let node = unsafe { ptr.as_ref() };
+            // AcqRel: one teardown, racing nothing but handles' puts.
+            let held = node.counts.peer.swap(0, Ordering::AcqRel);
+            if held > 0 {
+                // SAFETY: the peer's references, taken from its count.
+                let _ = unsafe { CountedRef::put_many(ptr, held) };
+            }
+            // A handle's last put either came before (kept it: killed here)
+            // or comes after this kill's lock, and sees the table closed.
+            // SAFETY: valid under the pin, the chain's provenance.
+            unsafe { CountedRef::kill_unused(ptr) };
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Loom models of the table, one per race: every racing side on a spawned
+//! thread, the epoch collector and lockref modelled too. Run with
+//! `RUSTFLAGS="--cfg loom --cfg lockref_loom --cfg crossbeam_loom"`.
+#![cfg(loom)]
+
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use loom::sync::Arc;
+use loom::thread;
+
+use lockref_table::{Config, Handle, Table, TableError};
+
+/// Counts its drops (a loom atomic: every interleaving of the drop with
+/// the other sides is explored).
+struct Value {
+    drops: Arc<AtomicUsize>,
+    keep: AtomicBool,
+}
+
+impl Drop for Value {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+    }
+}
+
+fn value(drops: &Arc<AtomicUsize>, keep: bool) -> Value {
+    Value {
+        drops: drops.clone(),
+        keep: AtomicBool::new(keep),
+    }
+}
+
+fn table() -> Arc<Table<u8, Value>> {
+    Arc::new(Table::with_keep(
+        Config {
+            buckets: 1,
+            max_unused: 4,
+            ..Config::default()
+        },
+        |_, v: &Value| v.keep.load(SeqCst),
+    ))
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    builder.check(f);
+}
+
+/// The last put of an entry (killed at zero) races a lookup of its key:
+/// the lookup gets the live entry or nothing, never the dying one; every
+/// value is dropped exactly once.
+#[test]
+fn lookup_races_the_last_put() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        let held = t.find_or_insert_with(1, |_| value(&drops, false));
+        let lookup = {
+            let t = t.clone();
+            thread::spawn(move || t.find(&1).map(|h| *h.key()))
+        };
+        let put = thread::spawn(move || drop(held));
+        let found = lookup.join().unwrap();
+        put.join().unwrap();
+        assert!(found.is_none() || found == Some(1));
+        assert_eq!((t.len(), drops.load(SeqCst)), (0, 1));
+    });
+}
+
+/// Two inserts of one absent key: one entry, both get it.
+#[test]
+fn two_inserts_of_one_key_make_one_entry() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        let inserts: Vec<_> = (0..2)
+            .map(|_| {
+                let (t, drops) = (t.clone(), drops.clone());
+                thread::spawn(move || t.find_or_insert_with(3, |_| value(&drops, false)))
+            })
+            .collect();
+        let handles: Vec<Handle<u8, Value>> =
+            inserts.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(Handle::ptr_eq(&handles[0], &handles[1]));
+        assert_eq!(t.len(), 1);
+        drop(handles);
+        assert_eq!((t.len(), drops.load(SeqCst)), (0, 1));
+    });
+}
+
+/// The peer's last forget races a lookup by id: the lookup revives the
+/// entry or finds it gone; nothing is counted twice, nothing leaks.
+#[test]
+fn forget_races_a_lookup_by_id() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        let id = t.find_or_insert_with(2, |_| value(&drops, false)).into_id();
+        let forget = {
+            let t = t.clone();
+            thread::spawn(move || t.forget(id, 1))
+        };
+        let lookup = {
+            let t = t.clone();
+            thread::spawn(move || match t.get(id) {
+                Ok(h) => assert!(h.peer_refs() <= 1, "the peer gave back what it had"),
+                Err(e) => assert_eq!(e, TableError::UnknownId(id)),
+            })
+        };
+        assert_eq!(forget.join().unwrap(), Ok(()));
+        lookup.join().unwrap();
+        assert_eq!((t.len(), drops.load(SeqCst)), (0, 1));
+    });
+}
+
+/// The reclaimer kills an unused entry while a lookup revives it: the
+/// lookup either wins (the entry stays, in use) or finds it gone.
+#[test]
+fn reclaim_races_a_lookup() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        drop(t.find_or_insert_with(4, |_| value(&drops, true)));
+        assert_eq!(t.unused(), 1);
+        let shrink = {
+            let t = t.clone();
+            thread::spawn(move || t.shrink(1))
+        };
+        let lookup = {
+            let t = t.clone();
+            thread::spawn(move || t.find(&4).is_some())
+        };
+        let killed = shrink.join().unwrap();
+        let found = lookup.join().unwrap();
+        assert!(killed == 1 || found, "reclaimed, or revived first");
+        assert_eq!(
+            t.len() + drops.load(SeqCst),
+            1,
+            "the entry is either live or dropped once"
+        );
+    });
+}
+
+/// The table is dropped while another thread drops the last handle to one
+/// of its entries: the entry's value is dropped exactly once, after which
+/// nothing touches the table's state.
+#[test]
+fn dropping_the_table_races_a_live_handle() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        let held = t.find_or_insert_with(5, |_| value(&drops, true));
+        let lent = t.find_or_insert_with(6, |_| value(&drops, true)).into_id();
+        let _ = lent;
+        let put = thread::spawn(move || drop(held));
+        let teardown = thread::spawn(move || drop(t));
+        put.join().unwrap();
+        teardown.join().unwrap();
+        assert_eq!(drops.load(SeqCst), 2, "both values dropped once");
+    });
+}

@@ -1,0 +1,324 @@
+//! The table through its public API: lookups and inserts, the decision at
+//! zero, protocol ids and the peer's references, the bound on unused
+//! entries, teardown with handles out, exact accounting of what a path
+//! takes, and a multi-threaded stress with every count balanced. Also run
+//! under Miri and ThreadSanitizer by `.ci/run`.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use lockref_table::{Config, Handle, Table, TableError};
+
+/// A value that counts its drops and says whether it is still linked.
+struct Inode {
+    linked: AtomicBool,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Inode {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn inode(drops: &Arc<AtomicUsize>) -> Inode {
+    Inode {
+        linked: AtomicBool::new(true),
+        drops: drops.clone(),
+    }
+}
+
+/// A table that keeps linked inodes at zero, with `max_unused` of them.
+fn caching(max_unused: usize) -> Table<u64, Inode> {
+    Table::with_keep(
+        Config {
+            buckets: 16,
+            max_unused,
+            ..Config::default()
+        },
+        |_, i: &Inode| i.linked.load(Ordering::Relaxed),
+    )
+}
+
+#[test]
+fn lookups_find_one_entry_per_key_and_revive_it_from_zero() {
+    let drops = Arc::default();
+    let table = caching(8);
+    let a = table.find_or_insert_with(1, |_| inode(&drops));
+    let b = table.find_or_insert_with(1, |_| panic!("the entry is there"));
+    assert!(Handle::ptr_eq(&a, &b));
+    assert_eq!((a.count(), table.len()), (2, 1));
+    assert!(table.find(&2).is_none());
+    drop((a, b));
+    assert_eq!(
+        (table.len(), table.unused()),
+        (1, 1),
+        "linked: kept at zero"
+    );
+    let again = table.find(&1).expect("revived from zero");
+    assert_eq!(again.count(), 1);
+    again.linked.store(false, Ordering::Relaxed);
+    drop(again);
+    assert_eq!((table.len(), table.unused()), (0, 0), "unlinked: killed");
+    assert!(table.find(&1).is_none());
+    assert_eq!(drops.load(Ordering::Relaxed), 1, "the value dropped once");
+}
+
+#[test]
+fn ids_count_the_peers_references_and_refuse_what_it_was_not_given() {
+    let drops = Arc::default();
+    let table = caching(8);
+    let id = table.find_or_insert_with(10, |_| inode(&drops)).into_id();
+    assert_eq!(
+        table.find_or_insert_with(10, |_| unreachable!()).into_id(),
+        id
+    );
+    assert_eq!(table.peer_refs(id), Some(2));
+    assert_eq!(
+        table.forget(id, 3),
+        Err(TableError::MoreThanHeld {
+            id,
+            forget: 3,
+            held: 2
+        })
+    );
+    assert_eq!(
+        table.peer_refs(id),
+        Some(2),
+        "a refused forget changes nothing"
+    );
+    let open = table.get(id).unwrap();
+    assert_eq!(open.count(), 3);
+    table.forget(id, 1).unwrap();
+    assert_eq!(open.count(), 2);
+    assert_eq!(
+        table.get(id + 1).err(),
+        Some(TableError::UnknownId(id + 1)),
+        "never handed out"
+    );
+    assert_eq!(table.forget(12345, 1), Err(TableError::UnknownId(12345)));
+    open.linked.store(false, Ordering::Relaxed);
+    drop(open);
+    table.forget(id, 1).unwrap();
+    assert_eq!(table.len(), 0);
+    // Stale: the id is gone and is never reused.
+    assert_eq!(table.get(id).err(), Some(TableError::UnknownId(id)));
+    assert_eq!(table.forget(id, 1), Err(TableError::UnknownId(id)));
+    let next = table.find_or_insert_with(10, |_| inode(&drops));
+    assert!(next.id() > id, "a new entry, a new id");
+    assert_eq!(
+        table.forget(next.id(), 1),
+        Err(TableError::MoreThanHeld {
+            id: next.id(),
+            forget: 1,
+            held: 0
+        })
+    );
+}
+
+#[test]
+fn the_first_id_is_the_configured_one() {
+    let table: Table<u64, ()> = Table::new(Config {
+        first_id: 1,
+        ..Config::default()
+    });
+    assert_eq!(table.find_or_insert_with(0, |id| assert_eq!(id, 1)).id(), 1);
+}
+
+#[test]
+fn unused_entries_are_bounded_and_reclaimed_oldest_first() {
+    let drops = Arc::default();
+    let table = caching(3);
+    for key in 0..10u64 {
+        drop(table.find_or_insert_with(key, |_| inode(&drops)));
+        assert!(table.unused() <= 3, "after {key}: {}", table.unused());
+    }
+    assert_eq!(table.unused(), 3);
+    assert_eq!(table.len(), 3);
+    // The newest three stay.
+    assert!(table.find(&9).is_some() && table.find(&8).is_some() && table.find(&7).is_some());
+    assert!(table.find(&6).is_none());
+    assert_eq!(table.shrink(usize::MAX), 3);
+    assert_eq!((table.len(), drops.load(Ordering::Relaxed)), (0, 10));
+    // A bound of zero keeps none.
+    let none = caching(0);
+    drop(none.find_or_insert_with(1, |_| inode(&drops)));
+    assert_eq!((none.len(), none.unused()), (0, 0));
+}
+
+#[test]
+fn a_revived_entry_is_not_reclaimed_while_in_use() {
+    let drops = Arc::default();
+    let table = caching(1);
+    drop(table.find_or_insert_with(1, |_| inode(&drops)));
+    let held = table.find(&1).unwrap();
+    assert_eq!(table.shrink(usize::MAX), 0, "in use: only unlisted");
+    assert_eq!(held.count(), 1);
+    drop(held);
+    assert_eq!(table.unused(), 1, "listed again by its last put");
+    assert_eq!(table.shrink(1), 1);
+}
+
+#[test]
+fn removed_entries_leave_the_key_lookups_and_die_with_their_last_reference() {
+    let drops = Arc::default();
+    let table = caching(8);
+    let h = table.find_or_insert_with(5, |_| inode(&drops));
+    let id = h.id();
+    assert!(table.remove(&5));
+    assert!(!table.remove(&5));
+    assert!(table.find(&5).is_none(), "no longer found by key");
+    assert!(table.get(id).is_ok(), "still by id while referenced");
+    let fresh = table.find_or_insert_with(5, |_| inode(&drops));
+    assert!(!Handle::ptr_eq(&fresh, &h));
+    drop(h);
+    assert_eq!(
+        table.get(id).err(),
+        Some(TableError::UnknownId(id)),
+        "linked, but removed: killed"
+    );
+    assert_eq!(table.len(), 1);
+    drop(fresh);
+    assert_eq!(table.len(), 1, "the fresh one is linked: kept");
+}
+
+#[test]
+fn handles_lists_every_live_entry() {
+    let drops = Arc::default();
+    let table = caching(8);
+    let held: Vec<_> = (0..5u64)
+        .map(|k| table.find_or_insert_with(k, |_| inode(&drops)))
+        .collect();
+    drop(held);
+    let mut keys: Vec<u64> = table.handles().iter().map(|h| *h.key()).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, [0, 1, 2, 3, 4]);
+}
+
+/// A handle must never outlive what it points into: dropping the table
+/// first is safe, the handle still reads its entry, and its last put
+/// frees it.
+#[test]
+fn handles_outlive_the_table() {
+    let drops = Arc::<AtomicUsize>::default();
+    let table = caching(8);
+    let held = table.find_or_insert_with(1, |_| inode(&drops));
+    let lent = table.find_or_insert_with(2, |_| inode(&drops)).into_id();
+    drop(table.find_or_insert_with(3, |_| inode(&drops))); // unused
+    let _ = lent;
+    drop(table);
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        2,
+        "the unused and the lent one died with the table"
+    );
+    assert!(held.linked.load(Ordering::Relaxed), "still readable");
+    assert_eq!((*held.key(), held.count()), (1, 1));
+    let copy = held.clone();
+    drop(held);
+    drop(copy);
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        3,
+        "the last put after the table killed it"
+    );
+}
+
+/// Exact accounting: a lookup hit is one atomic operation on the entry's
+/// lockref and takes no lock of the table; a forget that is not the last
+/// takes no lock at all.
+#[test]
+fn a_hit_is_one_atomic_on_the_entry_and_a_forget_not_the_last_takes_no_lock() {
+    let drops = Arc::default();
+    let table = caching(8);
+    let id = table.find_or_insert_with(1, |_| inode(&drops)).into_id();
+    let held = table.get(id).unwrap();
+    let id = {
+        let h = table.find(&1).unwrap();
+        h.into_id()
+    };
+    held.reset_lockref_stats();
+    let locks = table.locks_taken();
+    let hit = table.find(&1).unwrap();
+    let s = held.lockref_stats();
+    assert_eq!(
+        (s.operations, s.lockless, s.lock_acquisitions),
+        (1, 1, 0),
+        "{s:?}"
+    );
+    assert_eq!(table.locks_taken(), locks, "no table lock on a hit");
+    let by_id = table.get(id).unwrap();
+    assert_eq!(held.lockref_stats().operations, 2);
+    assert_eq!(table.locks_taken(), locks);
+    drop((hit, by_id));
+    held.reset_lockref_stats();
+    table.forget(id, 1).unwrap();
+    let s = held.lockref_stats();
+    assert_eq!(
+        (s.operations, s.lockless, s.lock_acquisitions),
+        (1, 1, 0),
+        "{s:?}"
+    );
+    assert_eq!(
+        table.locks_taken(),
+        locks,
+        "no table lock on a forget that is not the last"
+    );
+}
+
+/// Four threads look up, hand out, forget, open and drop entries of a few
+/// keys, some unlinking: at the end every count is balanced, every value
+/// that died was dropped once, and the table's drop frees the rest.
+#[test]
+fn concurrent_lookups_forgets_and_puts_stay_balanced() {
+    let iters = if cfg!(miri) { 40 } else { 20_000 };
+    let drops = Arc::<AtomicUsize>::default();
+    let made = Arc::<AtomicUsize>::default();
+    let table = Arc::new(caching(4));
+    thread::scope(|s| {
+        for t in 0..4u64 {
+            let (table, drops, made) = (&table, &drops, &made);
+            s.spawn(move || {
+                for i in 0..iters as u64 {
+                    let key = (i * 7 + t) % 6;
+                    let h = table.find_or_insert_with(key, |_| {
+                        made.fetch_add(1, Ordering::Relaxed);
+                        inode(drops)
+                    });
+                    match i % 4 {
+                        0 => {
+                            let id = h.into_id();
+                            table.forget(id, 1).expect("our own reference");
+                        }
+                        1 => {
+                            let again = table.get(h.id()).expect("we hold it");
+                            assert!(Handle::ptr_eq(&again, &h));
+                        }
+                        2 if i % 16 == 2 => h.linked.store(false, Ordering::Relaxed),
+                        _ => {}
+                    }
+                }
+            });
+        }
+    });
+    let table = Arc::try_unwrap(table).ok().unwrap();
+    for h in table.handles() {
+        assert_eq!(
+            (h.count(), h.peer_refs()),
+            (1, 0),
+            "only this handle: balanced"
+        );
+    }
+    let live = table.len();
+    assert_eq!(
+        made.load(Ordering::Relaxed) - drops.load(Ordering::Relaxed),
+        live
+    );
+    drop(table);
+    assert_eq!(
+        made.load(Ordering::Relaxed),
+        drops.load(Ordering::Relaxed),
+        "teardown frees the rest"
+    );
+}
