@@ -62,6 +62,8 @@ pub(crate) struct SetAttr {
     pub(crate) mtime: Option<TimeOrNow>,
     /// The open file a truncate goes through, if the caller had one.
     pub(crate) fh: Option<FileHandle>,
+    /// A ctime change (`chown(f, -1, -1)` sends only this).
+    pub(crate) ctime: bool,
 }
 
 fn timespec(t: Option<TimeOrNow>) -> TimeSpec {
@@ -179,6 +181,7 @@ impl<T: InodeTable> Passthrough<T> {
             atime,
             mtime,
             fh,
+            ctime,
         } = change;
         let inode = self.inode(ino)?;
         let _as = self.as_caller(req)?;
@@ -206,6 +209,24 @@ impl<T: InodeTable> Passthrough<T> {
                 AtFlags::AT_EMPTY_PATH,
             )
             .map_err(errno)?;
+        }
+        // A SETATTR that names nothing is either `chown(f, -1, -1)` (only
+        // the ctime changes: the kernel sends the ctime only with a
+        // writeback cache) or the kernel's request to clear the set-id bits
+        // before a write or truncate (its kill flag is not passed on by
+        // fuser). The same `chown(-1, -1)` made as the caller updates the
+        // host's ctime; for the second, the host refuses it to a non-owner
+        // (a chown would clear the bits), and the write that follows, made
+        // as the caller, clears them on the host. So it is best effort: a
+        // refusal is not the caller's error.
+        let names_nothing = mode.is_none()
+            && uid.is_none()
+            && gid.is_none()
+            && size.is_none()
+            && atime.is_none()
+            && mtime.is_none();
+        if ctime || names_nothing {
+            let _ = nix::unistd::fchownat(&inode.fd, "", None, None, AtFlags::AT_EMPTY_PATH);
         }
         if let Some(size) = size {
             let len = i64::try_from(size).map_err(|_| Errno::EFBIG)?;

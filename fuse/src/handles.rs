@@ -101,9 +101,11 @@ impl<R> Handles<R> {
 
 /// What `readdir` and `readdirplus` list: `.`, `..` and the entries.
 pub(crate) fn read_dir_entries(fd: &OwnedFd) -> Result<Vec<DirEntry>, Errno> {
-    let dir_fd = nix::fcntl::openat(
-        fd,
-        ".",
+    // Through /proc, as a file is reopened: open(2) of a directory needs
+    // read permission only, where `openat(fd, ".")` would need search
+    // permission on it too.
+    let dir_fd = nix::fcntl::open(
+        crate::host::proc_path(std::os::fd::AsFd::as_fd(fd)).as_c_str(),
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
         Mode::empty(),
     )

@@ -35,9 +35,12 @@ struct Args {
     /// Threads serving requests, each on its own /dev/fuse clone.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
-    /// Let other users in (the kernel still checks permissions, and each
-    /// request acts with its caller's credentials). Needs root, or
-    /// user_allow_other in /etc/fuse.conf.
+    /// Let other users in: needed for a mount meant for several users, since
+    /// without it the kernel refuses every caller but the user who mounted
+    /// (FUSE's rule: EACCES for everyone else, whatever the host allows).
+    /// The kernel still checks permissions, and each request acts with its
+    /// caller's credentials. Needs root, or user_allow_other in
+    /// /etc/fuse.conf.
     #[arg(long)]
     allow_other: bool,
 }

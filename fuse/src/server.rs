@@ -40,6 +40,13 @@ impl<T: InodeTable> Filesystem for Server<T> {
         let _ = config.add_capabilities(
             fuser::InitFlags::FUSE_DO_READDIRPLUS | fuser::InitFlags::FUSE_READDIRPLUS_AUTO,
         );
+        // The server clears set-user-ID and set-group-ID bits itself: every
+        // write, truncate and chown runs on the host as the caller, whose
+        // host kernel clears them as it would for the caller directly.
+        // Without this the kernel first sends SETATTR (the mode without
+        // the bits) on the writer's behalf, which the host refuses to a
+        // writer who does not own the file.
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_HANDLE_KILLPRIV_V2);
         Ok(())
     }
 
@@ -73,7 +80,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         size: Option<u64>,
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
+        ctime: Option<SystemTime>,
         fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
@@ -89,6 +96,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
             atime,
             mtime,
             fh,
+            ctime: ctime.is_some(),
         };
         let r = self.0.do_setattr(req, ino, change);
         reply_with!(reply, r, |a| reply.attr(&self.0.ttl, &a));
