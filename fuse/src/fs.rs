@@ -70,10 +70,18 @@ fn timespec(t: Option<TimeOrNow>) -> TimeSpec {
     match t {
         None => TimeSpec::UTIME_OMIT,
         Some(TimeOrNow::Now) => TimeSpec::UTIME_NOW,
-        Some(TimeOrNow::SpecificTime(t)) => {
-            let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-            TimeSpec::from_duration(d)
-        }
+        Some(TimeOrNow::SpecificTime(t)) => match t.duration_since(UNIX_EPOCH) {
+            Ok(after) => TimeSpec::from_duration(after),
+            // Before 1970 (it was clamped to 1970). fuser 0.18 reads the
+            // kernel's time (-S seconds, N nanoseconds, meaning -S + N ns)
+            // as the epoch minus (S s + N ns) (`system_time_from_time`,
+            // its TODO), so the kernel's own pair is the distance back,
+            // read as is: exact, as `times_before_1970_are_exact` checks.
+            Err(e) => {
+                let before = e.duration();
+                TimeSpec::new(-(before.as_secs() as i64), i64::from(before.subsec_nanos()))
+            }
+        },
     }
 }
 
@@ -360,14 +368,12 @@ impl<T: InodeTable> Passthrough<T> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         let _as = self.as_caller(req)?;
-        let flags = OFlag::from_bits_truncate(flags) & !(OFlag::O_NOCTTY | OFlag::O_NOFOLLOW);
-        let fd = nix::fcntl::openat(
+        let fd = host::create_file(
             &parent.fd,
             name,
-            flags | OFlag::O_CREAT | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+            OFlag::from_bits_truncate(flags),
             Mode::from_bits_truncate(mode & 0o7777),
-        )
-        .map_err(errno)?;
+        )?;
         let attr = self.lookup_child(&parent, name)?;
         // The kernel holds the lookup just counted until our reply: the
         // handle's own reference cannot miss.

@@ -69,6 +69,59 @@ pub fn proc_path(fd: BorrowedFd<'_>) -> CString {
     CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL in a number")
 }
 
+/// `CREATE`'s open: makes `name` in `dir` as a regular file, exclusively,
+/// or, if something appeared at the name since the kernel's `LOOKUP`
+/// (without `O_EXCL` from the caller), opens it if it is a regular file.
+/// Nothing here can block: a FIFO or a device made at the name in between
+/// (by another user of a shared mount) is refused with `EEXIST`, never
+/// opened (an open of a FIFO waits for its other end, which would hang the
+/// serving thread for good).
+pub fn create_file(
+    dir: &std::os::fd::OwnedFd,
+    name: &OsStr,
+    flags: nix::fcntl::OFlag,
+    mode: nix::sys::stat::Mode,
+) -> Result<std::os::fd::OwnedFd, Errno> {
+    use nix::fcntl::OFlag;
+    let base = flags & !(OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOCTTY | OFlag::O_NOFOLLOW);
+    let exclusive = base | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    match nix::fcntl::openat(dir, name, exclusive, mode) {
+        Ok(fd) => return Ok(fd),
+        Err(nix::Error::EEXIST) if !flags.contains(OFlag::O_EXCL) => {}
+        Err(e) => return Err(errno(e)),
+    }
+    // There now: open what is there only if it is a regular file, without
+    // blocking (O_NONBLOCK, then the caller's blocking mode back). A FIFO
+    // opened for writing without a reader fails at once (ENXIO): swapped
+    // in after the check below, it is refused as well.
+    let there = nix::sys::stat::fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).map_err(errno)?;
+    if file_type(there.st_mode) != FileType::RegularFile {
+        return Err(Errno::EEXIST);
+    }
+    let fd = match nix::fcntl::openat(
+        dir,
+        name,
+        base | OFlag::O_NONBLOCK | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        mode,
+    ) {
+        Ok(fd) => fd,
+        Err(nix::Error::ENXIO) => return Err(Errno::EEXIST),
+        Err(e) => return Err(errno(e)),
+    };
+    let st = nix::sys::stat::fstat(&fd).map_err(errno)?;
+    if file_type(st.st_mode) != FileType::RegularFile {
+        return Err(Errno::EEXIST);
+    }
+    if !base.contains(OFlag::O_NONBLOCK) {
+        let now = OFlag::from_bits_truncate(
+            nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL).map_err(errno)?,
+        );
+        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(now & !OFlag::O_NONBLOCK))
+            .map_err(errno)?;
+    }
+    Ok(fd)
+}
+
 /// The file type of a `st_mode`.
 pub fn file_type(mode: u32) -> FileType {
     match SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) {
@@ -132,4 +185,63 @@ pub fn may_access(st: &FileStat, mask: i32, uid: u32, gid: u32, groups: &[u32]) 
         st.st_mode
     } & 0o7;
     bits & want == want
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::fcntl::OFlag;
+    use nix::sys::stat::Mode;
+    use std::time::Duration;
+
+    /// A FIFO made at the name between `LOOKUP` and `CREATE` is refused at
+    /// once, never opened: before, the server's `open(O_CREAT)` of it
+    /// waited for a reader, and the serving thread hung for good.
+    #[test]
+    fn create_never_opens_a_fifo_that_appeared_at_the_name() {
+        let dir = tempfile::tempdir().unwrap();
+        nix::unistd::mkfifo(&dir.path().join("fifo"), Mode::from_bits_truncate(0o666)).unwrap();
+        let dir_fd: std::os::fd::OwnedFd = std::fs::File::open(dir.path()).unwrap().into();
+        let (done, wait) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = create_file(
+                &dir_fd,
+                OsStr::new("fifo"),
+                OFlag::O_WRONLY,
+                Mode::from_bits_truncate(0o644),
+            );
+            let _ = done.send(r.err());
+        });
+        let refused = wait
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the create did not block");
+        assert_eq!(refused, Some(Errno::EEXIST));
+    }
+
+    #[test]
+    fn create_makes_or_reopens_a_regular_file_and_honours_o_excl() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir_fd: std::os::fd::OwnedFd = std::fs::File::open(dir.path()).unwrap().into();
+        let mode = Mode::from_bits_truncate(0o644);
+        let made = create_file(&dir_fd, OsStr::new("f"), OFlag::O_RDWR, mode).unwrap();
+        let flags = nix::fcntl::fcntl(&made, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        assert_eq!(
+            OFlag::from_bits_truncate(flags) & OFlag::O_NONBLOCK,
+            OFlag::empty()
+        );
+        let again = create_file(&dir_fd, OsStr::new("f"), OFlag::O_WRONLY, mode).unwrap();
+        let flags = nix::fcntl::fcntl(&again, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        assert_eq!(
+            OFlag::from_bits_truncate(flags) & OFlag::O_NONBLOCK,
+            OFlag::empty(),
+            "blocking again"
+        );
+        let excl = create_file(
+            &dir_fd,
+            OsStr::new("f"),
+            OFlag::O_WRONLY | OFlag::O_EXCL,
+            mode,
+        );
+        assert_eq!(excl.err(), Some(Errno::EEXIST));
+    }
 }

@@ -214,3 +214,33 @@ fn sticky_dirs_renames_over_dirs_and_link_counts_virtiofsd() {
     require_mount!();
     sticky_dirs_renames_over_dirs_and_link_counts::<LockedTable>();
 }
+
+/// Times before 1970 are stored exactly, nanoseconds included, as on the
+/// host. (Before, they were clamped to 1970.)
+fn times_before_1970_are_exact<T: InodeTable>() {
+    let seen = same_as_host::<T>(
+        |root| file(root, "old", 0o644, 0),
+        "t = -315619199876543211\n\
+         os.utime(os.path.join(A, 'old'), ns=(t, t + 1))\n\
+         st = os.stat(os.path.join(S, 'old'))\n\
+         print('atime', st.st_atime_ns, 'mtime', st.st_mtime_ns)\n\
+         print('through', os.stat(os.path.join(A, 'old')).st_mtime_ns)\n",
+        false,
+    );
+    assert!(
+        seen.contains("atime -315619199876543211 mtime -315619199876543210"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn times_before_1970_are_exact_lockref() {
+    require_mount!();
+    times_before_1970_are_exact::<CountedTable>();
+}
+
+#[test]
+fn times_before_1970_are_exact_virtiofsd() {
+    require_mount!();
+    times_before_1970_are_exact::<LockedTable>();
+}
