@@ -50,6 +50,8 @@ pub struct Passthrough<T: InodeTable> {
     server_is_root: bool,
     refused_forgets: AtomicU64,
     pub(crate) ttl: Duration,
+    #[cfg(feature = "testing")]
+    fault: crate::fault::LookupFault,
 }
 
 /// What a `SETATTR` changes (`None`: left as it is).
@@ -118,7 +120,22 @@ impl<T: InodeTable> Passthrough<T> {
             server_is_root: creds::can_switch(),
             refused_forgets: AtomicU64::new(0),
             ttl,
+            #[cfg(feature = "testing")]
+            fault: crate::fault::LookupFault::new(),
         })
+    }
+
+    /// Test builds (feature `testing`): after `allowed` more lookups, every
+    /// lookup fails with `errno` until [`heal`](Self::heal).
+    #[cfg(feature = "testing")]
+    pub fn fail_lookups_after(&self, allowed: u32, errno: i32) {
+        self.fault.arm(allowed, errno);
+    }
+
+    /// Test builds: lookups succeed again.
+    #[cfg(feature = "testing")]
+    pub fn heal(&self) {
+        self.fault.disarm();
     }
 
     /// The inode table.
@@ -147,6 +164,8 @@ impl<T: InodeTable> Passthrough<T> {
     /// Looks `name` up in the directory `parent` on the host and counts one
     /// kernel lookup on it: the attributes to reply with.
     fn lookup_child(&self, parent: &T::Ref, name: &OsStr) -> Result<FileAttr, Errno> {
+        #[cfg(feature = "testing")]
+        self.fault.check()?;
         let fd = nix::fcntl::openat(
             &parent.fd,
             name,
@@ -403,24 +422,35 @@ impl<T: InodeTable> Passthrough<T> {
         };
         let _as = self.as_caller(req)?;
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        // A lookup is counted for every entry added: once one is, an error
+        // must not turn the reply into an error reply, which would carry
+        // none of them to the kernel (and so none would ever be forgotten).
+        // Then what was gathered is sent, as the kernel itself returns a
+        // partial listing, and the error comes with the next call.
+        let mut added = false;
+        let partial = |added: bool, e: Errno| if added { Ok(()) } else { Err(e) };
         for (i, (name, _, _)) in entries.iter().enumerate().skip(start) {
             let name = OsStr::from_bytes(name);
             let next = i as u64 + 1;
             if name == "." || name == ".." {
                 // The kernel counts no lookup for these: none is taken.
-                let st = nix::sys::stat::fstatat(&dir.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW)
-                    .map_err(errno)?;
+                let st = match nix::sys::stat::fstatat(&dir.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+                {
+                    Ok(st) => st,
+                    Err(e) => return partial(added, errno(e)),
+                };
                 let attr = host::attr(&st, ROOT_ID);
                 if reply.add(INodeNo(ROOT_ID), next, name, &self.ttl, &attr, GENERATION) {
                     break;
                 }
+                added = true;
                 continue;
             }
             let attr = match self.lookup_child(&dir, name) {
                 Ok(attr) => attr,
                 // Gone since OPENDIR: skipped, as the host would now.
                 Err(Errno::ENOENT) => continue,
-                Err(e) => return Err(e),
+                Err(e) => return partial(added, e),
             };
             if reply.add(attr.ino, next, name, &self.ttl, &attr, GENERATION) {
                 // The buffer is full: this entry was not sent, so neither
@@ -428,6 +458,7 @@ impl<T: InodeTable> Passthrough<T> {
                 let _ = self.table.forget(attr.ino.0, 1);
                 break;
             }
+            added = true;
         }
         Ok(())
     }

@@ -33,6 +33,8 @@
 
 mod counted_table;
 mod creds;
+#[cfg(feature = "testing")]
+mod fault;
 mod fs;
 mod handles;
 pub mod host;

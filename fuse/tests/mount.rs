@@ -350,3 +350,40 @@ fn caller_credentials_through_the_virtiofsd_table() {
     require_mount!();
     caller_credentials::<LockedTable>();
 }
+
+/// A `READDIRPLUS` that fails part-way (a lookup error injected in the
+/// host layer after five entries) still hands the kernel every lookup it
+/// counted: what was gathered is sent, so after `drop_caches` the table
+/// holds only the root (`with_mount` checks). Before, the error reply
+/// dropped the counted entries, which stayed in the table for good.
+fn a_listing_broken_part_way_gives_back_every_lookup<T: InodeTable>() {
+    with_mount::<T>(|m| {
+        fs::create_dir(m.host("d")).unwrap();
+        for i in 0..40 {
+            fs::write(m.host(&format!("d/f{i}")), "x").unwrap();
+        }
+        fs::metadata(m.at("d")).unwrap();
+        m.fs.fail_lookups_after(5, libc::EIO);
+        let ls = std::process::Command::new("ls")
+            .arg("-l")
+            .arg(m.at("d"))
+            .output()
+            .unwrap();
+        m.fs.heal();
+        // The listing stops at the error, after what was sent.
+        assert!(!ls.status.success(), "the injected error reaches the caller");
+        assert!(String::from_utf8_lossy(&ls.stderr).contains("Input/output error"));
+    });
+}
+
+#[test]
+fn a_listing_broken_part_way_gives_back_every_lookup_lockref() {
+    require_mount!();
+    a_listing_broken_part_way_gives_back_every_lookup::<CountedTable>();
+}
+
+#[test]
+fn a_listing_broken_part_way_gives_back_every_lookup_virtiofsd() {
+    require_mount!();
+    a_listing_broken_part_way_gives_back_every_lookup::<LockedTable>();
+}
