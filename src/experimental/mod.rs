@@ -37,6 +37,30 @@
 //! 2^29 threads caught mid-operation at once: impossible with real
 //! threads.
 //!
+//! # Invariant: nothing after the releasing read-modify-write
+//!
+//! As on the compare-and-swap word (`raw/`'s docs), an operation that
+//! gives up a reference touches nothing of the object after the
+//! read-modify-write that gives it up, but where the object cannot be
+//! freed under it:
+//!
+//! - `put_return`'s `fetch_sub` that leaves a live count above zero is its
+//!   last touch; `put_or_lock`'s and `put_many_or_lock`'s compare-and-swap
+//!   too (the word has no statistics to count after it);
+//! - the thread that brought the count to zero is the one that decides:
+//!   its `Acquire` (a fence, or under ThreadSanitizer a load of the word)
+//!   and what it does next are its own;
+//! - a saturated count is never freed (it never leaves its region), so the
+//!   pin back to the region's middle may follow the put;
+//! - a put refused on a dead count (or, after a broken contract, below
+//!   zero) gave nothing up: its undo touches only what the caller's own
+//!   guarantee (a grace section) keeps valid, and the dead region's
+//!   headroom keeps the transient dead.
+//!
+//! `src/tests/release.rs` frees the object on the thread that sees zero
+//! while the other holders put, under Miri and ThreadSanitizer, and
+//! `loom-tests/tests/release.rs` models the same with the free.
+//!
 //! # What changes against [`LockRef`](crate::LockRef)
 //!
 //! Adds land *while the lock is held*: the lock serializes holders and
