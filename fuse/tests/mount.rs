@@ -371,7 +371,10 @@ fn a_listing_broken_part_way_gives_back_every_lookup<T: InodeTable>() {
             .unwrap();
         m.fs.heal();
         // The listing stops at the error, after what was sent.
-        assert!(!ls.status.success(), "the injected error reaches the caller");
+        assert!(
+            !ls.status.success(),
+            "the injected error reaches the caller"
+        );
         assert!(String::from_utf8_lossy(&ls.stderr).contains("Input/output error"));
     });
 }
