@@ -30,8 +30,8 @@ pub(crate) struct Shared<K, V> {
     pub(crate) max_unused: usize,
     pub(crate) keep: Keep<K, V>,
     pub(crate) lru: Lru<K, V>,
-    /// The table's own lock acquisitions (bucket and LRU locks), for the
-    /// accounting tests.
+    /// The table's own lock acquisitions (every bucket lock, and the LRU's
+    /// in a shrink), for the accounting tests.
     #[cfg(feature = "testing")]
     locks_taken: AtomicUsize,
 }

@@ -271,8 +271,10 @@ where
             .collect()
     }
 
-    /// The table's own lock acquisitions so far (bucket and LRU locks;
-    /// feature `testing`), for tests that count what a path takes.
+    /// The table's own lock acquisitions so far (feature `testing`): every
+    /// bucket lock, and the LRU's lock in a shrink (not the LRU's lock
+    /// that a last put or a release takes), for tests that count what a
+    /// lookup or a forget takes.
     #[cfg(feature = "testing")]
     pub fn locks_taken(&self) -> usize {
         self.shared.locks_taken()
