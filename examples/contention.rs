@@ -18,10 +18,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use lockref::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
-use lockref::{LockRef, StatsSnapshot};
+use lockref::{CasWord, LockRef, StatsSnapshot};
 
 fn run<P: Policy>(name: &str, threads: usize, time: Duration) {
-    let r = LockRef::<u64, P>::with_policy(0);
+    let r = LockRef::with_raw(0_u64, CasWord::<P>::new());
     let stop = AtomicBool::new(false);
     let started = Instant::now();
     let (ops, locks) = thread::scope(|s| {
@@ -67,8 +67,8 @@ fn run<P: Policy>(name: &str, threads: usize, time: Duration) {
         cas_failures,
         fallbacks,
         ..
-    } = r.stats();
-    assert_eq!(r.count(), 1, "count must be exact after the run");
+    } = r.raw().stats();
+    assert_eq!(r.count(), Some(1), "count must be exact after the run");
     let pct = |n: usize| 100.0 * n as f64 / operations.max(1) as f64;
     println!(
         "{name:<12} {threads:>2} threads  {:>8.2} M get+put/s  {locks:>6} lock holds  \

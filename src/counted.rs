@@ -1,5 +1,6 @@
-//! [`CountedRef`]: an owned reference to an object that embeds a lockref
-//! (either [`LockRefWord`]), with the keep-or-kill decision at zero.
+//! [`CountedRef`]: an owned reference to an object that embeds a
+//! [`LockRef`] (on any [`RawLockRef`] word), with the keep-or-kill
+//! decision at zero.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -8,8 +9,10 @@ use core::ops::Deref;
 use core::ptr::NonNull;
 
 use crate::error::CountError;
+use crate::guard::{LockRefGuard, PutOrLock};
 use crate::last_put::{decide, last_put_locked, put_locked, release_chain, zero_unlocked};
-use crate::lockref_word::LockRefWord;
+use crate::lockref::LockRef;
+use crate::raw_lockref::RawLockRef;
 
 /// What becomes of an object whose last reference went, decided by
 /// [`RefCounted::last_put`] under the object's lock.
@@ -22,18 +25,17 @@ pub enum Fate {
     /// more), and then, after the lock is released,
     /// [`RefCounted::release`] tears it down and frees it.
     ///
-    /// On the `fetch_add` word (`experimental::AddLockRef`), where a
-    /// lookup's [`CountedRef::try_get`] lands even while the lock is held,
-    /// the kill happens only if the count is still zero at the mark; if a
-    /// lookup revived the object meanwhile it stays, and its next last put
-    /// asks [`RefCounted::last_put`] again. (On [`LockRef`](crate::LockRef)
-    /// the count is frozen under the lock and the kill always happens.)
+    /// The kill is [`LockRefGuard::kill_if_zero`]: it happens only if the
+    /// count is still zero at the mark. On the default word the count is
+    /// frozen under the lock and the kill always happens; on a word where a
+    /// lookup's [`CountedRef::try_get`] lands while the lock is held (the
+    /// experimental `fetch_add` word), a revived object stays, and its next
+    /// last put asks [`RefCounted::last_put`] again.
     Kill,
 }
 
-/// An object counted by the lockref it embeds (a [`LockRef`](crate::LockRef),
-/// or the experimental `fetch_add` word `experimental::AddLockRef`), so
-/// that [`CountedRef`] can own references to it (the kernel's dentry and
+/// An object counted by the [`LockRef`] it embeds, on any
+/// [`RawLockRef`] word, so that [`CountedRef`] can own references to it (the kernel's dentry and
 /// `dget`/`dput`; Rust-for-Linux's `AlwaysRefCounted`).
 ///
 /// # Removal from a table guarded by an outer lock
@@ -80,22 +82,23 @@ pub enum Fate {
 ///   [`retain_unlocked`](Self::retain_unlocked) reads changes only while
 ///   the changer holds a reference.
 pub unsafe trait RefCounted: Sized {
-    /// The lockref: [`LockRef<Data, Policy>`](crate::LockRef) (what the
-    /// lock guards, and the contention policy), or
-    /// `experimental::AddLockRef<Data>`.
-    type Word: LockRefWord;
+    /// What the embedded lock guards.
+    type Data;
+    /// The embedded lockref's word: [`CasWord`](crate::CasWord) (with its
+    /// contention policy), or another [`RawLockRef`].
+    type Word: RawLockRef;
     /// A read-side section of a deferred reclamation scheme (an epoch pin,
     /// an RCU read lock), held across a put that may reach zero without
     /// the lock; `()` for types without one.
     type Grace;
 
     /// The embedded count and lock.
-    fn lockref(&self) -> &Self::Word;
+    fn lockref(&self) -> &LockRef<Self::Data, Self::Word>;
 
     /// Decides, with the lock held and the count zero, whether the object
     /// stays ([`Fate::Keep`]) or dies ([`Fate::Kill`]). It may change the
     /// data and take locks that nest inside the object's.
-    fn last_put(&self, guard: &mut <Self::Word as LockRefWord>::Guard<'_>) -> Fate;
+    fn last_put(&self, guard: &mut LockRefGuard<'_, Self::Data, Self::Word>) -> Fate;
 
     /// Tears down and frees a killed object: it is dead (no reference can
     /// be taken) and no reference points to it. Returns a reference it
@@ -168,7 +171,7 @@ pub unsafe trait RefCounted: Sized {
 ///
 /// ```
 /// use core::ptr::NonNull;
-/// use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
+/// use lockref::{CasWord, CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 ///
 /// /// An inode, allocated with `Box`, killed when its last reference goes
 /// /// unless something keeps it.
@@ -178,7 +181,8 @@ pub unsafe trait RefCounted: Sized {
 /// }
 ///
 /// unsafe impl RefCounted for Inode {
-///     type Word = LockRef<bool>;
+///     type Data = bool;
+///     type Word = CasWord;
 ///     type Grace = ();
 ///     fn lockref(&self) -> &LockRef<bool> {
 ///         &self.lockref
@@ -201,6 +205,13 @@ pub unsafe trait RefCounted: Sized {
 /// drop(again); // lockless: not the last
 /// drop(inode); // the last: locked, `last_put` says kill, `release` frees
 /// ```
+///
+/// # Invariants
+///
+/// `ptr` points to a live `T` whose count counts this handle: one of the
+/// references it counts is the handle's, given back exactly once (by its
+/// drop, or by [`into_raw`](Self::into_raw) handing it to the caller). So
+/// while the handle exists the object is alive and not dead.
 pub struct CountedRef<T: RefCounted> {
     ptr: NonNull<T>,
     /// Owns a reference to a `T` (for the drop check and variance).
@@ -226,6 +237,8 @@ impl<T: RefCounted> CountedRef<T> {
     /// provenance [`RefCounted::release`] needs to free the object.
     #[inline]
     pub unsafe fn from_raw(ptr: NonNull<T>) -> Self {
+        // INVARIANT: the caller gives up a counted reference to a live
+        // object at `ptr` (this fn's contract).
         CountedRef {
             ptr,
             _owns: PhantomData,
@@ -312,9 +325,9 @@ impl<T: RefCounted> CountedRef<T> {
         let this = unsafe { ptr.as_ref() };
         let n = u32::try_from(n).unwrap_or(u32::MAX);
         match this.lockref().put_many_or_lock(n) {
-            None => Ok(()),
-            Some(mut guard) => {
-                if T::Word::decrement_by(&mut guard, n)? != 0 {
+            PutOrLock::Put => Ok(()),
+            PutOrLock::Locked(mut guard) => {
+                if guard.decrement_by(n)? != 0 {
                     return Ok(());
                 }
                 let killed = decide(this, &mut guard);
@@ -339,7 +352,7 @@ impl<T: RefCounted> CountedRef<T> {
         // SAFETY: the caller keeps the object's memory valid for the call.
         let this = unsafe { ptr.as_ref() };
         let mut guard = this.lockref().lock();
-        if !T::Word::is_unused(&guard) || !T::Word::kill_if_zero(&mut guard) {
+        if guard.count() != Some(0) || !guard.kill_if_zero() {
             return false;
         }
         drop(guard);
@@ -360,8 +373,8 @@ impl<T: RefCounted> CountedRef<T> {
         let grace = if crate::LOCKLESS { T::grace() } else { None };
         let killed = match grace {
             None => match this.lockref().put_or_lock() {
-                None => false,
-                Some(guard) => last_put_locked(this, guard),
+                PutOrLock::Put => false,
+                PutOrLock::Locked(guard) => last_put_locked(this, guard),
             },
             // SAFETY: the handle owned the reference this gives up.
             Some(grace) => match unsafe { this.lockref().put_owned() } {
@@ -381,6 +394,9 @@ impl<T: RefCounted> Clone for CountedRef<T> {
     #[inline]
     fn clone(&self) -> Self {
         self.lockref().get();
+        // INVARIANT: the reference just taken is the new handle's; `get`
+        // cannot fail here, since our own reference keeps the object live
+        // and not dead.
         CountedRef {
             ptr: self.ptr,
             _owns: PhantomData,

@@ -12,7 +12,7 @@ use core::fmt;
 /// let r = LockRef::with_count((), 0).unwrap();
 /// let mut g = r.lock();
 /// assert_eq!(g.decrement(), Err(CountError::Underflow));
-/// assert_eq!(g.count(), 0);
+/// assert_eq!(g.count(), Some(0));
 /// assert_eq!(CountError::Underflow.to_string(), "lockref count would go below zero");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -53,7 +53,7 @@ impl core::error::Error for CountError {}
 /// let r = LockRef::with_count((), 0).unwrap();
 /// let expected = if lockref::LOCKLESS { PutError::NotPositive } else { PutError::Unsupported };
 /// assert_eq!(r.put_return(), Err(expected));
-/// assert_eq!(r.count(), 0);
+/// assert_eq!(r.count(), Some(0));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -6,10 +6,10 @@
 use core::ptr::NonNull;
 
 use crate::counted::{Fate, RefCounted};
-use crate::lockref_word::LockRefWord;
+use crate::guard::{LockRefGuard, PutOrLock};
 
 /// The held lock of a `T`'s lockref.
-type Guard<'a, T> = <<T as RefCounted>::Word as LockRefWord>::Guard<'a>;
+type Guard<'a, T> = LockRefGuard<'a, <T as RefCounted>::Data, <T as RefCounted>::Word>;
 
 // The functions below never free: an object is freed only by
 // `release_chain`, called where no reference to it is a live argument (a
@@ -21,7 +21,7 @@ type Guard<'a, T> = <<T as RefCounted>::Word as LockRefWord>::Guard<'a>;
 #[cold]
 #[inline(never)]
 pub(crate) fn last_put_locked<T: RefCounted>(this: &T, mut guard: Guard<'_, T>) -> bool {
-    match T::Word::decrement_by(&mut guard, 1) {
+    match guard.decrement() {
         Ok(0) => decide(this, &mut guard),
         Ok(_) => false,
         Err(e) => {
@@ -50,7 +50,7 @@ pub(crate) unsafe fn zero_unlocked<T: RefCounted>(ptr: NonNull<T>, grace: T::Gra
     let mut guard = this.lockref().lock();
     // A lookup may have revived it (and maybe put it again: then the other
     // putter decides, or decided and killed it).
-    let killed = T::Word::is_unused(&guard) && decide(this, &mut guard);
+    let killed = guard.count() == Some(0) && decide(this, &mut guard);
     drop(guard);
     drop(grace);
     killed
@@ -63,8 +63,8 @@ pub(crate) unsafe fn zero_unlocked<T: RefCounted>(ptr: NonNull<T>, grace: T::Gra
 #[inline(never)]
 pub(crate) fn put_locked<T: RefCounted>(this: &T, grace: T::Grace) -> bool {
     let killed = match this.lockref().put_or_lock() {
-        None => false,
-        Some(guard) => last_put_locked(this, guard),
+        PutOrLock::Put => false,
+        PutOrLock::Locked(guard) => last_put_locked(this, guard),
     };
     drop(grace);
     killed
@@ -76,7 +76,7 @@ pub(crate) fn put_locked<T: RefCounted>(this: &T, grace: T::Grace) -> bool {
 pub(crate) fn decide<T: RefCounted>(this: &T, guard: &mut Guard<'_, T>) -> bool {
     match this.last_put(guard) {
         Fate::Keep => false,
-        Fate::Kill => T::Word::kill_if_zero(guard),
+        Fate::Kill => guard.kill_if_zero(),
     }
 }
 

@@ -23,7 +23,7 @@
 //!         g.mark_dead(); // then tear it down
 //!     }
 //! }
-//! assert_eq!(d.count(), 0);
+//! assert_eq!(d.count(), Some(0));
 //! ```
 //!
 //! # Owned references
@@ -35,6 +35,16 @@
 //! and a dentry's) and can be consumed whole. [`Unopened`] is the one-shot
 //! token of an object allocated and not yet opened, [`Opened`] the counted
 //! reference an open makes of it.
+//!
+//! # Words
+//!
+//! `LockRef<T, W>` is the data beside a word `W`, as `lock_api`'s
+//! `Mutex<R, T>` is the data beside a `RawMutex`: [`RawLockRef`] is a
+//! word's protocol (gets, puts, the lock, the count under it, the exact
+//! kill), [`RawLockRefExact`] what only a word whose count is frozen under
+//! its lock can do (the safe `put_return`, `set_count`, `mark_dead`). The
+//! default word is [`CasWord<P>`], below; there is one [`LockRef`] and one
+//! [`LockRefGuard`] for every word, and [`CountedRef`] runs on any.
 //!
 //! # Semantics
 //!
@@ -56,11 +66,12 @@
 //!
 //! # The word
 //!
-//! The one description of the layout; the code in `raw/` follows it.
+//! The one description of the default word's layout ([`CasWord`]); the
+//! code in `raw/` follows it.
 //!
 //! | bits   | field | meaning |
 //! |--------|-------|---------|
-//! | 0..32  | count | `i32` (states below) |
+//! | 0..32  | count | signed (states below) |
 //! | 32..48 | owner | ticket lock: the ticket served |
 //! | 48..64 | next  | ticket lock: the next ticket to draw |
 //!
@@ -69,7 +80,7 @@
 //! | unlocked  | `owner == next` | any; lockless updates allowed |
 //! | locked    | `owner != next` | any; only the holder changes it |
 //! | live      | any             | `0 ..= SATURATED - 1` references (`0`: a cache may keep it) |
-//! | dead      | any             | `< 0` ([`DEAD`] after `mark_dead`): no new references |
+//! | dead      | any             | `< 0` (`-128` after `mark_dead`; the API reads `None`): no new references |
 //! | saturated | any             | [`SATURATED`]: never changes again, the object is leaked |
 //!
 //! The kernel puts the lock in the low half; here the count is low so that
@@ -80,7 +91,7 @@
 //! # Contention policies
 //!
 //! The lockless loop's behaviour under contention is the type parameter
-//! `P` of [`LockRef<T, P>`]: [`policy::KernelRetry`] (the kernel's loop),
+//! `P` of the word, [`CasWord<P>`] (`LockRef<T, CasWord<P>>`): [`policy::KernelRetry`] (the kernel's loop),
 //! [`policy::WaitUnlock`] (spins while the lock is held, bounded) and
 //! [`policy::ExpBackoff`] (exponential backoff on failed compare-and-swap).
 //! Every policy is bounded by the loop, so none can spin forever.
@@ -101,6 +112,7 @@
 //! | `std` | lock waiters yield the CPU after spinning a while (threads outnumbering cores) |
 //! | `stats` | per-object counters of operations and the paths they took (`LockRef::stats`) |
 //! | `loom` | with `--cfg lockref_loom`, every atomic, cell and spin hint comes from loom, for loom models of code built on the crate (loom is a dependency only then) |
+//! | `unstable-add-word` | research, outside semver: `experimental::AddWord`, the `fetch_add` word (64-bit atomics only) |
 //!
 //! The crate is `#![no_std]` and has no default features.
 
@@ -117,28 +129,34 @@ mod error;
 mod guard;
 mod last_put;
 mod lockref;
-mod lockref_word;
 mod path_ref;
 pub mod policy;
 mod raw;
+mod raw_lockref;
 mod stats;
 mod sync;
 mod unopened;
-#[cfg(any(test, lockref_loom))]
+#[cfg(any(test, lockref_white_box))]
 mod white_box;
 
-pub use crate::count::{DEAD, SATURATED};
+pub use crate::count::SATURATED;
 pub use crate::counted::{CountedRef, Fate, RefCounted};
 pub use crate::error::{CountError, PutError};
 pub use crate::guard::{LockRefGuard, PutOrLock};
 pub use crate::lockref::LockRef;
-pub use crate::lockref_word::LockRefWord;
 pub use crate::path_ref::PathRef;
-pub use crate::raw::LOCKLESS;
+pub use crate::raw::{CasWord, LOCKLESS};
+pub use crate::raw_lockref::{RawLockRef, RawLockRefExact};
+#[cfg(feature = "stats")]
 pub use crate::stats::StatsSnapshot;
 pub use crate::unopened::{OpenCount, Openable, Opened, Unopened};
 
-#[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+#[cfg(all(
+    feature = "unstable-add-word",
+    target_has_atomic = "64",
+    not(lockref_lock_only)
+))]
+#[cfg_attr(docsrs, doc(cfg(feature = "unstable-add-word")))]
 pub mod experimental;
 
 // Layout: the lockref word is one 8-byte, 8-aligned unit, whichever
@@ -156,6 +174,7 @@ static_assertions::assert_not_impl_any!(LockRef<*const u8>: Send, Sync);
 static_assertions::assert_not_impl_any!(LockRefGuard<'static, u32>: Send);
 static_assertions::assert_impl_all!(LockRefGuard<'static, u32>: Sync);
 static_assertions::assert_not_impl_any!(LockRefGuard<'static, core::cell::Cell<u32>>: Send, Sync);
+static_assertions::assert_impl_all!(CasWord: Send, Sync);
 
 #[cfg(test)]
 mod tests;

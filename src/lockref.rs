@@ -1,36 +1,37 @@
 //! [`LockRef`]: a spinlock, a reference count and the data the lock guards.
 
 use core::fmt;
-use core::marker::PhantomData;
 
 use crate::error::{CountError, PutError};
 use crate::guard::{LockRefGuard, PutOrLock};
-use crate::policy::{DefaultPolicy, Policy};
-use crate::raw::RawLockRef;
+use crate::raw::CasWord;
+use crate::raw_lockref::{RawLockRef, RawLockRefExact};
 use crate::sync::UnsafeCell;
 
-/// A spinlock and a reference count in one 64-bit word, and a `T` that only
-/// the lock reaches: the kernel's `struct lockref` with the fields it
+/// A spinlock and a reference count in one 64-bit word `W`, and a `T` that
+/// only the lock reaches: the kernel's `struct lockref` with the fields it
 /// protects (a dentry's `d_lock` and what it guards).
 ///
-/// Reference counting is lockless while the lock is free: one
-/// compare-and-swap of the whole word per attempt, so a count change never
-/// happens while the lock is held. When the lock is held, or the
-/// compare-and-swap keeps failing (the [`Policy`] `P` decides how to wait,
-/// within a bound), the same operation is done under the lock. The lock is a
-/// fair ticket spinlock, held through a [`LockRefGuard`] that also reads and
+/// The word is a [`RawLockRef`]; the default, [`CasWord`], counts
+/// locklessly while the lock is free: one compare-and-swap of the whole
+/// word per attempt, so a count change never happens while the lock is
+/// held. When the lock is held, or the compare-and-swap keeps failing (the
+/// word's [`Policy`](crate::policy::Policy) decides how to wait, within a
+/// bound), the same operation is done under the lock. The lock is a fair
+/// ticket spinlock, held through a [`LockRefGuard`] that also reads and
 /// writes the count.
 ///
-/// The count is an `i32`: negative is dead (no new references), zero is a
-/// live object nobody references (a cache may keep it), [`SATURATED`](crate::SATURATED) is a
-/// count that overflowed and never changes again. Dropping a reference at
-/// zero is refused, never wrapped.
+/// Counts are `u32`: [`count`](Self::count) reads `None` for a dead object
+/// (no new references), zero is a live object nobody references (a cache
+/// may keep it), [`SATURATED`](crate::SATURATED) is a count that overflowed
+/// and never changes again. Dropping a reference at zero is refused, never
+/// wrapped.
 ///
 /// # Kernel mapping
 ///
 /// | kernel | here |
 /// |---|---|
-/// | `lockref_init` | [`LockRef::new`] (count 1), [`LockRef::with_count`] |
+/// | `lockref_init` | [`LockRef::new`] (count 1), [`LockRef::with_count`], [`LockRef::with_raw`] |
 /// | `lockref_get` | [`LockRef::get`] |
 /// | `lockref_get_not_zero` | [`LockRef::get_not_zero`] |
 /// | `lockref_get_not_dead` | [`LockRef::get_not_dead`] |
@@ -38,7 +39,7 @@ use crate::sync::UnsafeCell;
 /// | `lockref_put_or_lock` | [`LockRef::put_or_lock`] |
 /// | `spin_lock(&lockref->lock)` | [`LockRef::lock`], [`LockRef::try_lock`] |
 /// | `lockref->count` under the lock | [`LockRefGuard::count`], [`LockRefGuard::set_count`], [`LockRefGuard::increment`], [`LockRefGuard::decrement`] |
-/// | `lockref_mark_dead` | [`LockRefGuard::mark_dead`] |
+/// | `lockref_mark_dead` | [`LockRefGuard::mark_dead`] (or, exact on every word, [`LockRefGuard::kill_if_zero`]) |
 /// | `__lockref_is_dead` | [`LockRefGuard::is_dead`] (reliable), [`LockRef::is_dead`] (snapshot) |
 /// | `d_count()` | [`LockRef::count`] (snapshot) |
 ///
@@ -49,55 +50,55 @@ use crate::sync::UnsafeCell;
 ///
 /// let inode = LockRef::new(String::from("inode 42"));
 /// inode.get(); // a second reference: lockless, no lock taken
-/// assert_eq!(inode.count(), 2);
+/// assert_eq!(inode.count(), Some(2));
 /// {
 ///     let mut guard = inode.lock(); // the data only through the lock
 ///     guard.push_str(" (dirty)");
-///     assert_eq!(guard.count(), 2);
+///     assert_eq!(guard.count(), Some(2));
 /// }
 /// assert_eq!(inode.put_return(), Ok(1));
 /// ```
-pub struct LockRef<T, P: Policy = DefaultPolicy> {
-    pub(crate) raw: RawLockRef,
+pub struct LockRef<T, W: RawLockRef = CasWord> {
+    pub(crate) raw: W,
     pub(crate) data: UnsafeCell<T>,
-    _policy: PhantomData<fn() -> P>,
 }
 
 // SAFETY: `LockRef` gives access to `T` only through the lock (a guard) or
 // `&mut self`, as `Mutex` does, so sharing it between threads can only move
-// `T` accesses between threads, never alias them: `T: Send` suffices. The
-// count and lock are atomics. `P` is a policy type used only inside calls.
-unsafe impl<T: Send, P: Policy> Sync for LockRef<T, P> {}
+// `T` accesses between threads, never alias them: `T: Send` suffices, with
+// a word that may be shared (`W: Sync`: its operations are atomic).
+unsafe impl<T: Send, W: RawLockRef + Sync> Sync for LockRef<T, W> {}
 
 impl<T> LockRef<T> {
     crate::sync::const_fn! {
-        /// An unlocked lockref holding one reference (`lockref_init`), with
-        /// the [`DefaultPolicy`]; [`with_policy`](LockRef::with_policy)
-        /// picks another. A `const fn` (except under `--cfg lockref_loom`), so a
-        /// static root or mount needs no lazy initialization.
+        /// An unlocked lockref holding one reference (`lockref_init`), on
+        /// the default word; [`with_raw`](LockRef::with_raw) takes another.
+        /// A `const fn` (except under `--cfg lockref_loom`), so a static
+        /// root or mount needs no lazy initialization.
         ///
         /// ```
         /// static ROOT: lockref::LockRef<u32> = lockref::LockRef::new(0);
         ///
         /// let r = lockref::LockRef::new(7_u32);
-        /// assert_eq!(r.count(), 1);
+        /// assert_eq!(r.count(), Some(1));
         /// ROOT.get();
-        /// assert_eq!(ROOT.count(), 2);
+        /// assert_eq!(ROOT.count(), Some(2));
         /// ```
         #[inline]
         pub fn new(data: T) -> Self {
-            Self::with_policy(data)
+            Self::with_raw(data, CasWord::new())
         }
     }
 
-    /// An unlocked lockref with `count` references, `0 ..= SATURATED`, with
-    /// the [`DefaultPolicy`]. Starting at a high count is how tests reach
+    /// An unlocked lockref with `count` references, `0 ..= SATURATED`, on
+    /// the default word. Starting at a high count is how tests reach
     /// saturation.
     ///
     /// # Errors
     ///
-    /// [`CountError::OutOfRange`] if `count` is negative (a dead object is
-    /// made by [`LockRefGuard::mark_dead`], not constructed).
+    /// [`CountError::OutOfRange`] above [`SATURATED`](crate::SATURATED) (a
+    /// dead object is made by [`LockRefGuard::mark_dead`], not
+    /// constructed).
     ///
     /// ```
     /// use lockref::{CountError, LockRef, SATURATED};
@@ -105,72 +106,50 @@ impl<T> LockRef<T> {
     /// let r = LockRef::with_count((), SATURATED - 1).unwrap();
     /// r.get();
     /// r.get(); // saturated: stays, the object is leaked, never freed
-    /// assert_eq!(r.count(), SATURATED);
-    /// assert_eq!(LockRef::with_count((), -1).err(), Some(CountError::OutOfRange));
+    /// assert_eq!(r.count(), Some(SATURATED));
+    /// assert_eq!(LockRef::with_count((), SATURATED + 1).err(), Some(CountError::OutOfRange));
     /// ```
     #[inline]
-    pub fn with_count(data: T, count: i32) -> Result<Self, CountError> {
-        Self::with_policy_and_count(data, count)
+    pub fn with_count(data: T, count: u32) -> Result<Self, CountError> {
+        Ok(Self::with_raw(data, CasWord::with_count(count)?))
     }
 }
 
-impl<T, P: Policy> LockRef<T, P> {
+impl<T, W: RawLockRef> LockRef<T, W> {
     crate::sync::const_fn! {
-        /// [`LockRef::new`] with the contention policy `P` (also `const`).
+        /// A lockref on the word `raw`, with whatever count it holds: how
+        /// another policy or word is chosen (the type follows the value).
         ///
         /// ```
-        /// use lockref::{policy::ExpBackoff, LockRef};
+        /// use lockref::{policy::ExpBackoff, CasWord, LockRef};
         ///
-        /// let r = LockRef::<_, ExpBackoff>::with_policy(0_u32);
-        /// r.get();
-        /// assert_eq!(r.count(), 2);
+        /// let r = LockRef::with_raw(0_u32, CasWord::<ExpBackoff>::with_count(0).unwrap());
+        /// assert!(!r.get_not_zero());
         /// ```
         #[inline]
-        pub fn with_policy(data: T) -> Self {
-            Self::from_raw(RawLockRef::new(1), data)
-        }
-    }
-
-    /// [`LockRef::with_count`] with the contention policy `P`.
-    ///
-    /// # Errors
-    ///
-    /// [`CountError::OutOfRange`] if `count` is negative.
-    ///
-    /// ```
-    /// use lockref::{policy::WaitUnlock, LockRef};
-    ///
-    /// let r = LockRef::<_, WaitUnlock>::with_policy_and_count((), 0).unwrap();
-    /// assert!(!r.get_not_zero());
-    /// ```
-    #[inline]
-    pub fn with_policy_and_count(data: T, count: i32) -> Result<Self, CountError> {
-        if count < 0 {
-            return Err(CountError::OutOfRange);
-        }
-        Ok(Self::from_raw(RawLockRef::new(count), data))
-    }
-
-    crate::sync::const_fn! {
-        #[inline]
-        pub(crate) fn from_raw(raw: RawLockRef, data: T) -> Self {
+        pub fn with_raw(data: T, raw: W) -> Self {
             Self {
                 raw,
                 data: UnsafeCell::new(data),
-                _policy: PhantomData,
             }
         }
     }
 
+    /// The word.
+    #[inline]
+    pub fn raw(&self) -> &W {
+        &self.raw
+    }
+
     /// The count now: a snapshot that other threads may change at once
-    /// (the kernel's `d_count()`). Under the lock use
+    /// (the kernel's `d_count()`); `None` if dead. Under the lock use
     /// [`LockRefGuard::count`]. Orders nothing.
     ///
     /// ```
-    /// assert_eq!(lockref::LockRef::<()>::new(()).count(), 1);
+    /// assert_eq!(lockref::LockRef::new(()).count(), Some(1));
     /// ```
     #[inline]
-    pub fn count(&self) -> i32 {
+    pub fn count(&self) -> Option<u32> {
         self.raw.count()
     }
 
@@ -178,14 +157,14 @@ impl<T, P: Policy> LockRef<T, P> {
     /// the lock ([`LockRefGuard::is_dead`]). Once dead, always dead.
     ///
     /// ```
-    /// let r = lockref::LockRef::<()>::new(());
+    /// let r = lockref::LockRef::new(());
     /// assert!(!r.is_dead());
     /// r.lock().mark_dead();
     /// assert!(r.is_dead());
     /// ```
     #[inline]
     pub fn is_dead(&self) -> bool {
-        self.count() < 0
+        self.count().is_none()
     }
 
     /// Takes a reference; the caller already holds one (`lockref_get`).
@@ -202,13 +181,13 @@ impl<T, P: Policy> LockRef<T, P> {
     /// is possible.
     ///
     /// ```
-    /// let r = lockref::LockRef::<()>::new(());
+    /// let r = lockref::LockRef::new(());
     /// r.get();
-    /// assert_eq!(r.count(), 2);
+    /// assert_eq!(r.count(), Some(2));
     /// ```
     #[inline]
     pub fn get(&self) {
-        self.raw.get::<P>();
+        self.raw.get();
     }
 
     /// Takes a reference unless the count is zero or dead
@@ -218,16 +197,16 @@ impl<T, P: Policy> LockRef<T, P> {
     /// what was written before the last unlock or releasing put.
     ///
     /// ```
-    /// let r = lockref::LockRef::<()>::with_count((), 0).unwrap();
+    /// let r = lockref::LockRef::with_count((), 0).unwrap();
     /// assert!(!r.get_not_zero());
-    /// r.lock().set_count(1).unwrap();
+    /// r.lock().increment().unwrap();
     /// assert!(r.get_not_zero());
-    /// assert_eq!(r.count(), 2);
+    /// assert_eq!(r.count(), Some(2));
     /// ```
     #[inline]
     #[must_use = "if it returned false, no reference was taken"]
     pub fn get_not_zero(&self) -> bool {
-        self.raw.get_at_least::<P>(1)
+        self.raw.get_not_zero()
     }
 
     /// Takes a reference unless the object is dead, even at count zero
@@ -238,7 +217,7 @@ impl<T, P: Policy> LockRef<T, P> {
     /// [`get_not_zero`](Self::get_not_zero)).
     ///
     /// ```
-    /// let r = lockref::LockRef::<()>::with_count((), 0).unwrap();
+    /// let r = lockref::LockRef::with_count((), 0).unwrap();
     /// assert!(r.get_not_dead());
     /// r.lock().mark_dead();
     /// assert!(!r.get_not_dead());
@@ -246,42 +225,37 @@ impl<T, P: Policy> LockRef<T, P> {
     #[inline]
     #[must_use = "if it returned false, no reference was taken"]
     pub fn get_not_dead(&self) -> bool {
-        self.raw.get_at_least::<P>(0)
+        self.raw.get_not_dead()
     }
 
-    /// Drops a reference without ever taking the lock
-    /// (`lockref_put_return`): returns the new count, or why it could not,
-    /// in which case nothing changed and the caller decides under the lock
-    /// (as `dput` does). At [`SATURATED`](crate::SATURATED) the count stays.
+    /// Drops an owned reference without the lock and returns the count
+    /// left, zero included; `Err` when it did nothing, and the caller then
+    /// decides under the lock ([`put_or_lock`](Self::put_or_lock)). On
+    /// the default word this is [`put_return`](Self::put_return), which is
+    /// safe; the `fetch_add` word decrements before it checks.
     ///
-    /// Ordering: `Release` when it drops the reference, and `Acquire` too
-    /// when the new count is zero, as `Arc::drop`: a caller that sees zero
-    /// sees every other holder's use of the object.
+    /// Ordering: `Release`, and `Acquire` when it reaches zero.
     ///
     /// # Errors
     ///
-    /// [`PutError::NotPositive`] at zero or dead (refused, never wrapped),
-    /// [`PutError::Locked`], [`PutError::Contended`], or
-    /// [`PutError::Unsupported`] on a build without the lockless path.
+    /// As [`put_return`](Self::put_return) on the default word; a dead
+    /// count ([`PutError::NotPositive`]) on the `fetch_add` word.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns a reference, which this gives up on `Ok`.
     ///
     /// ```
-    /// use lockref::{LockRef, PutError};
-    ///
-    /// let r = LockRef::<()>::with_count((), 2).unwrap();
-    /// assert_eq!(r.put_return(), Ok(1));
-    /// let guard = r.lock();
+    /// let r = lockref::LockRef::with_count((), 2).unwrap();
+    /// // SAFETY: two references were made, and we own them.
     /// # if lockref::LOCKLESS {
-    /// assert_eq!(r.put_return(), Err(PutError::Locked));
-    /// # }
-    /// drop(guard);
-    /// # if lockref::LOCKLESS {
-    /// assert_eq!(r.put_return(), Ok(0));
-    /// assert_eq!(r.put_return(), Err(PutError::NotPositive));
+    /// assert_eq!(unsafe { r.put_owned() }, Ok(1));
     /// # }
     /// ```
     #[inline]
-    pub fn put_return(&self) -> Result<u32, PutError> {
-        self.raw.put_return::<P>()
+    pub unsafe fn put_owned(&self) -> Result<u32, PutError> {
+        // SAFETY: the caller owns the reference (this fn's contract).
+        unsafe { self.raw.put_owned() }
     }
 
     /// Drops a reference unless it is the last one (count one or less,
@@ -295,22 +269,23 @@ impl<T, P: Policy> LockRef<T, P> {
     /// ```
     /// use lockref::{LockRef, PutOrLock};
     ///
-    /// let r = LockRef::<()>::with_count((), 2).unwrap();
+    /// let r = LockRef::with_count((), 2).unwrap();
     /// assert!(matches!(r.put_or_lock(), PutOrLock::Put));
     /// match r.put_or_lock() {
     ///     PutOrLock::Locked(mut guard) => {
-    ///         assert_eq!(guard.count(), 1); // the last reference: ours to drop
+    ///         assert_eq!(guard.count(), Some(1)); // the last reference: ours to drop
     ///         guard.decrement().unwrap();
     ///     }
     ///     PutOrLock::Put => unreachable!(),
     /// }
-    /// assert_eq!(r.count(), 0);
+    /// assert_eq!(r.count(), Some(0));
     /// ```
     #[inline]
-    pub fn put_or_lock(&self) -> PutOrLock<'_, T, P> {
-        match self.raw.put_or_lock::<P>() {
+    pub fn put_or_lock(&self) -> PutOrLock<'_, T, W> {
+        match self.raw.put_or_lock() {
             None => PutOrLock::Put,
-            Some(ticket) => PutOrLock::Locked(LockRefGuard::new(self, ticket)),
+            // SAFETY: the word returned the ticket of the lock it took.
+            Some(ticket) => PutOrLock::Locked(unsafe { LockRefGuard::new(self, ticket) }),
         }
     }
 
@@ -326,25 +301,26 @@ impl<T, P: Policy> LockRef<T, P> {
     /// ```
     /// use lockref::{LockRef, PutOrLock};
     ///
-    /// let r = LockRef::<()>::with_count((), 5).unwrap();
+    /// let r = LockRef::with_count((), 5).unwrap();
     /// assert!(matches!(r.put_many_or_lock(3), PutOrLock::Put));
-    /// assert_eq!(r.count(), 2);
+    /// assert_eq!(r.count(), Some(2));
     /// match r.put_many_or_lock(2) {
     ///     PutOrLock::Locked(mut guard) => assert_eq!(guard.decrement_by(2), Ok(0)),
     ///     PutOrLock::Put => unreachable!(),
     /// }
-    /// assert_eq!(r.count(), 0);
+    /// assert_eq!(r.count(), Some(0));
     /// ```
     #[inline]
-    pub fn put_many_or_lock(&self, n: u32) -> PutOrLock<'_, T, P> {
-        match self.raw.put_many_or_lock::<P>(n) {
+    pub fn put_many_or_lock(&self, n: u32) -> PutOrLock<'_, T, W> {
+        match self.raw.put_many_or_lock(n) {
             None => PutOrLock::Put,
-            Some(ticket) => PutOrLock::Locked(LockRefGuard::new(self, ticket)),
+            // SAFETY: the word returned the ticket of the lock it took.
+            Some(ticket) => PutOrLock::Locked(unsafe { LockRefGuard::new(self, ticket) }),
         }
     }
 
-    /// Takes the lock, waiting in line (a fair ticket lock), and returns
-    /// the guard that reaches the data and the count.
+    /// Takes the lock, waiting, and returns the guard that reaches the
+    /// data and the count. On the default word, a fair ticket lock.
     ///
     /// Ordering: `Acquire`; the guard's drop is `Release`.
     ///
@@ -352,10 +328,11 @@ impl<T, P: Policy> LockRef<T, P> {
     /// `get_not_zero`, `get_not_dead` or `put_or_lock`, which may fall back
     /// to it) on an object whose guard the same thread holds spins forever.
     /// A panic while a guard is held unlocks on unwinding, without
-    /// poisoning: the data is whatever the panicking code left. At most
-    /// 65 535 tickets are out at once (the holder's and its waiters'); a
-    /// locker beyond that waits without drawing one until a ticket is
-    /// served, so the 16-bit tickets never wrap onto a held lock.
+    /// poisoning: the data is whatever the panicking code left. On the
+    /// default word at most 65 535 tickets are out at once (the holder's
+    /// and its waiters'); a locker beyond that waits without drawing one
+    /// until a ticket is served, so the 16-bit tickets never wrap onto a
+    /// held lock.
     ///
     /// ```
     /// let r = lockref::LockRef::<Vec<u8>>::new(Vec::new());
@@ -363,9 +340,10 @@ impl<T, P: Policy> LockRef<T, P> {
     /// assert_eq!(*r.lock(), [1]);
     /// ```
     #[inline]
-    pub fn lock(&self) -> LockRefGuard<'_, T, P> {
+    pub fn lock(&self) -> LockRefGuard<'_, T, W> {
         let ticket = self.raw.lock();
-        LockRefGuard::new(self, ticket)
+        // SAFETY: `lock` took the lock with `ticket`.
+        unsafe { LockRefGuard::new(self, ticket) }
     }
 
     /// Takes the lock only if it is free now.
@@ -373,17 +351,18 @@ impl<T, P: Policy> LockRef<T, P> {
     /// Ordering: `Acquire` when it succeeds.
     ///
     /// ```
-    /// let r = lockref::LockRef::<()>::new(());
+    /// let r = lockref::LockRef::new(());
     /// let guard = r.try_lock().unwrap();
     /// assert!(r.try_lock().is_none());
     /// drop(guard);
     /// assert!(r.try_lock().is_some());
     /// ```
     #[inline]
-    pub fn try_lock(&self) -> Option<LockRefGuard<'_, T, P>> {
+    pub fn try_lock(&self) -> Option<LockRefGuard<'_, T, W>> {
         self.raw
             .try_lock()
-            .map(|ticket| LockRefGuard::new(self, ticket))
+            // SAFETY: `try_lock` took the lock with `ticket`.
+            .map(|ticket| unsafe { LockRefGuard::new(self, ticket) })
     }
 
     /// The data, through exclusive access: no lock needed.
@@ -409,50 +388,58 @@ impl<T, P: Policy> LockRef<T, P> {
     pub fn into_inner(self) -> T {
         self.data.into_inner()
     }
+}
 
-    /// This object's counters (feature `stats`).
+impl<T, W: RawLockRefExact> LockRef<T, W> {
+    /// Drops a reference without ever taking the lock
+    /// (`lockref_put_return`): returns the new count, or why it could not,
+    /// in which case nothing changed and the caller decides under the lock
+    /// (as `dput` does). At [`SATURATED`](crate::SATURATED) the count
+    /// stays. Safe: a put at zero is refused before it writes.
+    ///
+    /// Ordering: `Release` when it drops the reference, and `Acquire` too
+    /// when the new count is zero, as `Arc::drop`: a caller that sees zero
+    /// sees every other holder's use of the object.
+    ///
+    /// # Errors
+    ///
+    /// [`PutError::NotPositive`] at zero or dead (refused, never wrapped),
+    /// [`PutError::Locked`], [`PutError::Contended`], or
+    /// [`PutError::Unsupported`] on a build without the lockless path.
     ///
     /// ```
-    /// let r = lockref::LockRef::<()>::new(());
-    /// r.get();
-    /// let s = r.stats();
-    /// assert_eq!(s.operations, 1);
+    /// use lockref::{LockRef, PutError};
+    ///
+    /// let r = LockRef::with_count((), 2).unwrap();
+    /// assert_eq!(r.put_return(), Ok(1));
+    /// let guard = r.lock();
     /// # if lockref::LOCKLESS {
-    /// assert_eq!((s.lockless, s.fallbacks, s.lock_acquisitions), (1, 0, 0));
+    /// assert_eq!(r.put_return(), Err(PutError::Locked));
+    /// # }
+    /// drop(guard);
+    /// # if lockref::LOCKLESS {
+    /// assert_eq!(r.put_return(), Ok(0));
+    /// assert_eq!(r.put_return(), Err(PutError::NotPositive));
     /// # }
     /// ```
-    #[cfg(feature = "stats")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "stats")))]
-    pub fn stats(&self) -> crate::StatsSnapshot {
-        self.raw.stats().snapshot()
-    }
-
-    /// Sets this object's counters to zero (feature `stats`).
-    ///
-    /// ```
-    /// let r = lockref::LockRef::<()>::new(());
-    /// r.get();
-    /// r.reset_stats();
-    /// assert_eq!(r.stats(), lockref::StatsSnapshot::default());
-    /// ```
-    #[cfg(feature = "stats")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "stats")))]
-    pub fn reset_stats(&self) {
-        self.raw.stats().reset();
+    #[inline]
+    pub fn put_return(&self) -> Result<u32, PutError> {
+        self.raw.put_return()
     }
 }
 
-impl<T: Default, P: Policy> Default for LockRef<T, P> {
-    /// `LockRef::with_policy(T::default())`: one reference.
+impl<T: Default, W: RawLockRef + Default> Default for LockRef<T, W> {
+    /// `T::default()` on `W::default()` (one reference on this crate's
+    /// words).
     fn default() -> Self {
-        Self::with_policy(T::default())
+        Self::with_raw(T::default(), W::default())
     }
 }
 
-impl<T: fmt::Debug, P: Policy> fmt::Debug for LockRef<T, P> {
+impl<T: fmt::Debug, W: RawLockRef> fmt::Debug for LockRef<T, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("LockRef");
-        d.field("count", &self.count());
+        d.field("count", &crate::count::ShowCount(self.count()));
         match self.try_lock() {
             Some(guard) => d.field("data", &&*guard),
             None => d.field("data", &format_args!("<locked>")),

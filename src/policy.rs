@@ -23,12 +23,16 @@
 //! policy here is assumed better: the benchmarks measure them side by side
 //! and [`DefaultPolicy`] is whatever they justify.
 
+/// The attempts every policy here allows before the operation takes the
+/// lock: the kernel's bound (2019, "cap retries at 100").
+pub const RETRY_LIMIT: u32 = 100;
+
 /// How the lockless loop waits between attempts. The implementing type is
 /// also the per-operation state: each operation starts from
 /// `Default::default()`.
 ///
 /// ```
-/// use lockref::{policy::Policy, LockRef};
+/// use lockref::{policy::Policy, CasWord, LockRef};
 ///
 /// /// Never tries lock-free: every operation takes the lock.
 /// #[derive(Default)]
@@ -40,9 +44,9 @@
 ///     fn lock_held(&mut self) -> bool { false }
 /// }
 ///
-/// let r = LockRef::<_, AlwaysLock>::with_policy(());
+/// let r = LockRef::with_raw((), CasWord::<AlwaysLock>::new());
 /// r.get(); // done under the lock
-/// assert_eq!(r.count(), 2);
+/// assert_eq!(r.count(), Some(2));
 /// ```
 pub trait Policy: Default {
     /// Attempts (failed compare-and-swaps plus waits on a held lock) before
@@ -63,19 +67,19 @@ pub trait Policy: Default {
 
 /// The kernel's current `CMPXCHG_LOOP`: retry at once after a failed
 /// compare-and-swap (no `cpu_relax()`: on x86 even a failing `cmpxchg`
-/// takes the line exclusive, so a pause only loses it), up to 100 times, and
+/// takes the line exclusive, so a pause only loses it), up to [`RETRY_LIMIT`] times, and
 /// fall back as soon as the lock is seen held.
 ///
 /// ```
-/// let r = lockref::LockRef::<_, lockref::policy::KernelRetry>::with_policy(());
+/// let r = lockref::LockRef::with_raw((), lockref::CasWord::<lockref::policy::KernelRetry>::new());
 /// r.get();
-/// assert_eq!(r.count(), 2);
+/// assert_eq!(r.count(), Some(2));
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KernelRetry;
 
 impl Policy for KernelRetry {
-    const MAX_ATTEMPTS: u32 = 100;
+    const MAX_ATTEMPTS: u32 = RETRY_LIMIT;
 
     #[inline(always)]
     fn cas_failed(&mut self) {}
@@ -88,22 +92,22 @@ impl Policy for KernelRetry {
 
 /// Waits while the lock is held: when the lock half is seen held, spin
 /// (`spin_loop` hint) and look again instead of queueing on the lock, but
-/// within the same 100-attempt budget, after which the operation takes the
+/// within the same [`RETRY_LIMIT`] budget, after which the operation takes the
 /// lock (the 2024 wait-while-locked proposal, with forward progress
 /// restored). Failed compare-and-swaps retry at once. The kernel
 /// measured large regressions from this on big machines (see the module
 /// docs); it is here to be measured, not recommended.
 ///
 /// ```
-/// let r = lockref::LockRef::<_, lockref::policy::WaitUnlock>::with_policy(());
+/// let r = lockref::LockRef::with_raw((), lockref::CasWord::<lockref::policy::WaitUnlock>::new());
 /// r.get();
-/// assert_eq!(r.count(), 2);
+/// assert_eq!(r.count(), Some(2));
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WaitUnlock;
 
 impl Policy for WaitUnlock {
-    const MAX_ATTEMPTS: u32 = 100;
+    const MAX_ATTEMPTS: u32 = RETRY_LIMIT;
 
     #[inline(always)]
     fn cas_failed(&mut self) {}
@@ -117,20 +121,20 @@ impl Policy for WaitUnlock {
 
 /// Exponential backoff after a failed compare-and-swap, with
 /// [`crossbeam_utils::Backoff::spin`] (1, 2, 4 .. 64 `spin_loop` hints),
-/// 100 attempts, and an immediate fallback when the lock is seen held. Fewer
+/// [`RETRY_LIMIT`] attempts, and an immediate fallback when the lock is seen held. Fewer
 /// threads retry at once, so fewer compare-and-swaps fail; the price is
 /// latency after a failure.
 ///
 /// ```
-/// let r = lockref::LockRef::<_, lockref::policy::ExpBackoff>::with_policy(());
+/// let r = lockref::LockRef::with_raw((), lockref::CasWord::<lockref::policy::ExpBackoff>::new());
 /// r.get();
-/// assert_eq!(r.count(), 2);
+/// assert_eq!(r.count(), Some(2));
 /// ```
 #[derive(Debug, Default)]
 pub struct ExpBackoff(crossbeam_utils::Backoff);
 
 impl Policy for ExpBackoff {
-    const MAX_ATTEMPTS: u32 = 100;
+    const MAX_ATTEMPTS: u32 = RETRY_LIMIT;
 
     #[inline(always)]
     fn cas_failed(&mut self) {
@@ -152,7 +156,7 @@ impl Policy for ExpBackoff {
 /// module docs).
 ///
 /// ```
-/// let r: lockref::LockRef<u8, lockref::policy::DefaultPolicy> = lockref::LockRef::new(0);
-/// assert_eq!(r.count(), 1);
+/// let r: lockref::LockRef<u8, lockref::CasWord<lockref::policy::DefaultPolicy>> = lockref::LockRef::new(0);
+/// assert_eq!(r.count(), Some(1));
 /// ```
 pub type DefaultPolicy = KernelRetry;

@@ -2,8 +2,8 @@
 //!
 //! With the feature off, [`Stats`] is a zero-sized type whose `record` is an
 //! empty inline function: no field, no instruction. With it on, every
-//! [`LockRef`](crate::LockRef) carries relaxed counters, read with
-//! `LockRef::stats`. They are for tests and
+//! [`CasWord`](crate::CasWord) carries relaxed counters, read with
+//! `CasWord::stats`. They are for tests and
 //! benchmarks that must know which path ran; the counters are extra atomic
 //! writes, so do not leave the feature on when measuring speed.
 
@@ -29,17 +29,16 @@ pub(crate) enum Event {
     LockAcquired,
 }
 
-/// A copy of an object's counters at one moment (`LockRef::stats`,
-/// feature `stats`).
+/// A copy of a word's counters at one moment
+/// ([`CasWord::stats`](crate::CasWord::stats), feature `stats`).
 ///
 /// ```
-/// # #[cfg(feature = "stats")] {
 /// let r = lockref::LockRef::new(());
 /// drop(r.lock());
-/// let s = r.stats();
+/// let s = r.raw().stats();
 /// assert_eq!((s.operations, s.lock_acquisitions), (1, 1));
-/// # }
 /// ```
+#[cfg(feature = "stats")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StatsSnapshot {
     /// Public operations begun on the object.

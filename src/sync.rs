@@ -111,6 +111,46 @@ macro_rules! acquire_fence_after {
 }
 pub(crate) use acquire_fence_after;
 
+/// How a lock waiter waits between looks at the lock: a spin hint each
+/// time, and with `std` (outside loom) a yield of the CPU once it has spun
+/// [`SpinThenYield::SPINS`] times, which bounds what a preempted holder or
+/// a waiter whose turn came costs when threads outnumber cores (crossbeam's
+/// `Backoff::snooze`, without the growing spin). Under loom the spin hint
+/// is loom's yield, so a model never spins forever.
+pub(crate) struct SpinThenYield {
+    #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
+    spins: u32,
+}
+
+impl SpinThenYield {
+    /// Spins before the waiter starts yielding its CPU.
+    #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
+    pub(crate) const SPINS: u32 = 1 << 10;
+
+    /// A waiter that has not waited yet.
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        Self {
+            #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
+            spins: 0,
+        }
+    }
+
+    /// Waits once.
+    #[inline]
+    pub(crate) fn wait(&mut self) {
+        spin_loop();
+        #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
+        {
+            if self.spins < Self::SPINS {
+                self.spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
 /// Counters for the optional statistics. These are never modelled by loom:
 /// they take no part in synchronization, only in accounting, and loom would
 /// multiply the state space for nothing.

@@ -59,7 +59,7 @@ const PROBES: &[(&str, Order)] = &[
 const ADD_PROBES: &[(&str, Order)] = &[
     ("probe_add_get", Order::Relaxed),
     ("probe_add_get_not_dead", Order::Acquire),
-    ("probe_add_put_return", Order::Release),
+    ("probe_add_put_owned", Order::Release),
     ("probe_add_counted_clone", Order::Relaxed),
     ("probe_add_counted_drop", Order::Release),
 ];

@@ -6,7 +6,7 @@
 //! its operations, so the tables report the total and the per-thread
 //! minimum and maximum, as will-it-scale does.
 //!
-//! The fetch_add word (`AddLockRef`) runs beside the compare-and-swap word,
+//! The fetch_add word (`LockRef<AddWord>`) runs beside the compare-and-swap word,
 //! raw and behind `CountedRef`, in the same process (the "words" table).
 //!
 //! Also the mixed case: one thread holds the lock for a slow-path section
@@ -21,7 +21,7 @@ use std::thread;
 
 use criterion::{BenchmarkId, Criterion};
 use lockref::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
-use lockref::LockRef;
+use lockref::{CasWord, LockRef};
 use lockref_benches::{contended, contenders, criterion, machine, mops, ratio, Registry, Table};
 use lockref_measure::get_put::lockref_get_put;
 
@@ -58,7 +58,7 @@ fn slow_section(data: &mut [u64; 8]) {
 }
 
 fn mixed_one<P: Policy + 'static>(c: &mut Criterion, name: &str, threads: usize) {
-    let r = LockRef::<[u64; 8], P>::with_policy([1; 8]);
+    let r = LockRef::with_raw([1_u64; 8], CasWord::<P>::new());
     let id = format!("{name} x{threads}");
     c.bench_function(&format!("mixed/{id}"), |b| {
         b.iter_custom(|iters| {
@@ -199,16 +199,16 @@ fn report() {
     // targets: 0.9x of the floor at 1 thread, 0.95x at 2-8).
     let mut w = Table::new(
         &format!(
-            "The compare-and-swap word (LockRef<KernelRetry>) against the fetch_add word (AddLockRef), raw and behind CountedRef with a grace section, and Arc ({}): ratio to the fetch_add floor",
+            "The compare-and-swap word (LockRef<KernelRetry>) against the fetch_add word (LockRef<AddWord>), raw and behind CountedRef with a grace section, and Arc ({}): ratio to the fetch_add floor",
             machine()
         ),
         &[
             "threads",
             "floor Mops/s",
             "LockRef",
-            "AddLockRef",
+            "LockRef<AddWord>",
             "CountedRef<LockRef>",
-            "CountedRef<AddLockRef>",
+            "CountedRef<AddWord>",
             "Arc",
         ],
     );
@@ -219,9 +219,9 @@ fn report() {
             t.to_string(),
             mops(floor),
             vs(default),
-            vs("AddLockRef get+put"),
+            vs("LockRef<AddWord> get+put"),
             vs("CountedRef clone+drop (grace)"),
-            vs("CountedRef<AddLockRef> clone+drop (grace)"),
+            vs("CountedRef<AddWord> clone+drop (grace)"),
             vs("Arc clone+drop"),
         ]);
     }

@@ -13,9 +13,9 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lockref::experimental::AddLockRef;
+use lockref::experimental::AddWord;
 use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
-use lockref::LockRef;
+use lockref::CasWord;
 
 pub use lockref_measure::{machine, AddWordGetPut, CountedRefGetPut, Floor, GetPut, LockRefGetPut};
 
@@ -56,28 +56,28 @@ pub fn contenders() -> Vec<(&'static str, Box<dyn GetPut>)> {
         ("floor fetch_add+fetch_sub", Box::new(Floor::new())),
         (
             "LockRef<KernelRetry>",
-            Box::new(LockRefGetPut::<KernelRetry>::new()),
+            Box::new(LockRefGetPut::<CasWord<KernelRetry>>::new()),
         ),
         (
             "LockRef<WaitUnlock>",
-            Box::new(LockRefGetPut::<WaitUnlock>::new()),
+            Box::new(LockRefGetPut::<CasWord<WaitUnlock>>::new()),
         ),
         (
             "LockRef<ExpBackoff>",
-            Box::new(LockRefGetPut::<ExpBackoff>::new()),
+            Box::new(LockRefGetPut::<CasWord<ExpBackoff>>::new()),
         ),
-        ("AddLockRef get+put", Box::new(AddWordGetPut::new())),
+        ("LockRef<AddWord> get+put", Box::new(AddWordGetPut::new())),
         (
             "CountedRef clone+drop",
-            Box::new(CountedRefGetPut::<LockRef<()>, false>::new()),
+            Box::new(CountedRefGetPut::<CasWord, false>::new()),
         ),
         (
             "CountedRef clone+drop (grace)",
-            Box::new(CountedRefGetPut::<LockRef<()>, true>::new()),
+            Box::new(CountedRefGetPut::<CasWord, true>::new()),
         ),
         (
-            "CountedRef<AddLockRef> clone+drop (grace)",
-            Box::new(CountedRefGetPut::<AddLockRef<()>, true>::new()),
+            "CountedRef<AddWord> clone+drop (grace)",
+            Box::new(CountedRefGetPut::<AddWord, true>::new()),
         ),
         ("Arc clone+drop", Box::new(ArcRc(Arc::new(())))),
         (

@@ -22,7 +22,7 @@
 use core::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::dentry_word::DentryWord;
+use crate::dentry_word::{DentryLockRef, DentryWord};
 use crossbeam_utils::CachePadded;
 
 use crate::hash_table::Table;
@@ -77,7 +77,7 @@ pub(crate) struct Dentry {
     /// The count and the lock, on their own cache line
     /// ([`CachePadded`]: 128 bytes on x86_64, where the adjacent-line
     /// prefetcher pairs lines, 64 or more elsewhere).
-    pub(crate) lockref: CachePadded<DentryWord>,
+    pub(crate) lockref: CachePadded<DentryLockRef>,
     /// Links in the LRU of unused dentries, under the LRU's lock; on the
     /// line after the lockref, away from what lookups read.
     pub(crate) lru: LruLinks,
@@ -118,7 +118,10 @@ impl Dentry {
             flags: AtomicU32::new(flags),
             name: Name::new(name),
             table,
-            lockref: CachePadded::new(DentryWord::new(Revalidation::default())),
+            lockref: CachePadded::new(DentryLockRef::with_raw(
+                Revalidation::default(),
+                DentryWord::default(),
+            )),
             lru: LruLinks::new(),
         }
     }

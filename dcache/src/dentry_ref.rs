@@ -13,8 +13,8 @@ use crossbeam_epoch::{self as epoch, Owned, Shared};
 use lockref::{CountedRef, Fate, RefCounted};
 
 use crate::cache::Dcache;
-use crate::dentry::{Dentry, HASHED, ON_LRU, REFERENCED, REVALIDATE, WAS_HASHED};
-use crate::dentry_word::{self, DentryGuard, DentryWord};
+use crate::dentry::{Dentry, Revalidation, HASHED, ON_LRU, REFERENCED, REVALIDATE, WAS_HASHED};
+use crate::dentry_word::{DentryGuard, DentryLockRef, DentryWord};
 use crate::inode::{Inode, InodeKind};
 use crate::name;
 
@@ -30,10 +30,11 @@ use crate::name;
 // dentry's lock, where no lockless put can land; a stale read of them can
 // only keep a hashed dentry off the LRU, which the cache's drop still frees.
 unsafe impl RefCounted for Dentry {
+    type Data = Revalidation;
     type Word = DentryWord;
     type Grace = epoch::Guard;
 
-    fn lockref(&self) -> &DentryWord {
+    fn lockref(&self) -> &DentryLockRef {
         &self.lockref
     }
 
@@ -180,8 +181,9 @@ impl<'c> DentryRef<'c> {
     /// let cache = lockref_dcache::Dcache::new(Default::default());
     /// assert_eq!(cache.root().dentry().count(), 2); // the cache's and ours
     /// ```
-    pub fn count(&self) -> i32 {
-        dentry_word::count(&self.dentry().lockref)
+    pub fn count(&self) -> u32 {
+        // Never dead: this reference keeps it alive.
+        self.dentry().lockref.count().unwrap_or(0)
     }
 
     /// Whether the dentry is in the hash table.

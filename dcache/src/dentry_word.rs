@@ -1,24 +1,28 @@
-//! The lockref each dentry embeds, chosen when the cache is built: the
-//! compare-and-swap word ([`lockref::LockRef`], the default) or, with
+//! The word each dentry's lockref runs on, chosen when the cache is built:
+//! the compare-and-swap word ([`lockref::CasWord`], the default) or, with
 //! `--cfg lockref_dcache_add_word`, the experimental `fetch_add` word
-//! ([`lockref::experimental::AddLockRef`]), so that the harness can run
-//! every seed on both words (a build-time choice: the word is in the
-//! dentry's layout and on every hot path, where a run-time switch would
-//! cost what is being measured).
-//!
-//! Everything the cache does with a dentry's lockref goes through
-//! [`LockRefWord`] or the helpers here, so both words run the same code.
+//! (`lockref::experimental::AddWord`), so that the harness can run every
+//! seed on both words (a build-time choice: the word is in the dentry's
+//! layout and on every hot path, where a run-time switch would cost what
+//! is being measured). Everything else is the same code: the cache uses
+//! only what [`lockref::RawLockRef`] offers.
 
-use lockref::LockRefWord;
+use lockref::{LockRef, LockRefGuard};
 
 use crate::dentry::Revalidation;
 
-/// A dentry's lockref: the `fetch_add` word.
+/// A dentry's word: the `fetch_add` word.
 #[cfg(lockref_dcache_add_word)]
-pub(crate) type DentryWord = lockref::experimental::AddLockRef<Revalidation>;
-/// A dentry's lockref: the compare-and-swap word.
+pub(crate) type DentryWord = lockref::experimental::AddWord;
+/// A dentry's word: the compare-and-swap word.
 #[cfg(not(lockref_dcache_add_word))]
-pub(crate) type DentryWord = lockref::LockRef<Revalidation>;
+pub(crate) type DentryWord = lockref::CasWord;
+
+/// A dentry's lockref: its revalidation state behind the word.
+pub(crate) type DentryLockRef = LockRef<Revalidation, DentryWord>;
+
+/// The held lock of a dentry.
+pub(crate) type DentryGuard<'a> = LockRefGuard<'a, Revalidation, DentryWord>;
 
 /// The word this build's dentries use: `"fetch_add"` (built with `--cfg
 /// lockref_dcache_add_word`) or `"compare-and-swap"`.
@@ -33,19 +37,3 @@ pub const DENTRY_WORD: &str = if cfg!(lockref_dcache_add_word) {
 } else {
     "compare-and-swap"
 };
-
-/// The count now (a snapshot), [`lockref::DEAD`] if dead.
-#[cfg(lockref_dcache_add_word)]
-pub(crate) fn count(word: &DentryWord) -> i32 {
-    // A live count is below 2^29, so it fits.
-    word.count().map_or(lockref::DEAD, |n| n as i32)
-}
-
-/// The count now (a snapshot), [`lockref::DEAD`] if dead.
-#[cfg(not(lockref_dcache_add_word))]
-pub(crate) fn count(word: &DentryWord) -> i32 {
-    word.count()
-}
-
-/// The held lock of a dentry.
-pub(crate) type DentryGuard<'a> = <DentryWord as LockRefWord>::Guard<'a>;

@@ -62,10 +62,10 @@
 //!
 //! # The dentry's word
 //!
-//! Each dentry's lockref is [`lockref::LockRef`] (the compare-and-swap
-//! word). Built with `RUSTFLAGS="--cfg lockref_dcache_add_word"`, it is the
-//! experimental [`lockref::experimental::AddLockRef`] (the `fetch_add`
-//! word) instead, with the same code on every path ([`DENTRY_WORD`] says
+//! Each dentry's lockref is a [`lockref::LockRef`] on the compare-and-swap
+//! word ([`lockref::CasWord`]). Built with `RUSTFLAGS="--cfg
+//! lockref_dcache_add_word"`, it is on the experimental
+//! `lockref::experimental::AddWord` (the `fetch_add` word) instead, with the same code on every path ([`DENTRY_WORD`] says
 //! which), so that each seed can be measured on both. A build-time choice:
 //! the word is in the dentry's layout and on every hot path. On that word
 //! the per-dentry lockref counters do not exist.

@@ -34,11 +34,10 @@ use core::ptr::{self, NonNull};
 use std::vec::Vec;
 
 use crossbeam_epoch as epoch;
-use lockref::{CountedRef, LockRef, LockRefWord};
+use lockref::{CountedRef, LockRef};
 
 use crate::cache::Dcache;
 use crate::dentry::{Dentry, ON_LRU, REFERENCED};
-use crate::dentry_word::DentryWord;
 use crate::sync::{AtomicUsize, Ordering};
 
 /// A dentry's links in the list, read and written only under the list's
@@ -230,7 +229,7 @@ impl Lru {
                 }
                 continue;
             };
-            if DentryWord::is_unused(&guard) && dentry.flags() & REFERENCED != 0 {
+            if guard.count() == Some(0) && dentry.flags() & REFERENCED != 0 {
                 // Used since it was listed: a second chance.
                 // Relaxed: ordered by the dentry's lock, which we hold.
                 dentry.flags.fetch_and(!REFERENCED, Ordering::Relaxed);
@@ -249,13 +248,13 @@ impl Lru {
             // Release: a lockless put that reads the flag after our unlock
             // takes the locked path and lists it again. On the `fetch_add`
             // word a revive and its put can land while we hold the lock:
-            // `is_unused` below is then a read-modify-write of the count
+            // `count` below is then a read-modify-write of the count
             // (`AcqRel`), so either it sees the put (a victim) or the put,
             // landing after it, sees the flag cleared (and lists it again).
             dentry
                 .flags
                 .fetch_and(!(ON_LRU | REFERENCED), Ordering::Release);
-            if DentryWord::is_unused(&guard) {
+            if guard.count() == Some(0) {
                 // SAFETY: `Box::into_raw` pointers are never null.
                 victims.push(unsafe { NonNull::new_unchecked(d) });
             }

@@ -12,7 +12,6 @@ use crossbeam_epoch as epoch;
 use crate::cache::Dcache;
 use crate::dentry::{Dentry, ON_LRU};
 use crate::dentry_ref::DentryRef;
-use crate::dentry_word;
 use crate::path_ref::MountRef;
 use crate::sync::Ordering;
 
@@ -103,7 +102,7 @@ impl Dcache {
                 cur = d.next.load(Ordering::Acquire, &guard);
             }
         }
-        let mut children: HashMap<*const Dentry, i32> = HashMap::new();
+        let mut children: HashMap<*const Dentry, u32> = HashMap::new();
         for d in &hashed {
             *children.entry(d.parent.as_ptr().cast_const()).or_default() += 1;
         }
@@ -112,18 +111,18 @@ impl Dcache {
         let mut listed = 0;
         for d in &hashed {
             let on_lru = d.flags() & ON_LRU != 0;
-            if dentry_word::count(&d.lockref) == 0 && !on_lru {
+            if d.lockref.count() == Some(0) && !on_lru {
                 return Err(Imbalance(format!(
                     "dentry {:?}: unused, but not on the LRU (never reclaimable)",
                     String::from_utf8_lossy(d.name.as_bytes())
                 )));
             }
             listed += usize::from(on_lru);
-            let want = kids(*d as *const Dentry);
-            let have = dentry_word::count(&d.lockref);
+            let want = Some(kids(*d as *const Dentry));
+            let have = d.lockref.count();
             if have != want {
                 return Err(Imbalance(format!(
-                    "dentry {:?}: count {have}, expected {want} (its cached children)",
+                    "dentry {:?}: count {have:?}, expected {want:?} (its cached children)",
                     String::from_utf8_lossy(d.name.as_bytes())
                 )));
             }
@@ -137,10 +136,12 @@ impl Dcache {
         }
         for (what, root) in [("root", self.root), ("pseudo root", self.pseudo_root)] {
             // SAFETY: the roots live as long as the cache.
-            let have = dentry_word::count(&unsafe { root.as_ref() }.lockref);
-            let want = 1 + kids(root.as_ptr());
+            let have = unsafe { root.as_ref() }.lockref.count();
+            let want = Some(1 + kids(root.as_ptr()));
             if have != want {
-                return Err(Imbalance(format!("{what}: count {have}, expected {want}")));
+                return Err(Imbalance(format!(
+                    "{what}: count {have:?}, expected {want:?}"
+                )));
             }
         }
         for (what, mnt) in [
@@ -185,7 +186,7 @@ impl DentryRef<'_> {
     /// ```
     #[cfg(not(lockref_dcache_add_word))]
     pub fn lockref_stats(&self) -> lockref::StatsSnapshot {
-        self.dentry().lockref.stats()
+        self.dentry().lockref.raw().stats()
     }
 
     /// Sets this dentry's lockref counters to zero.
@@ -198,7 +199,7 @@ impl DentryRef<'_> {
     /// ```
     #[cfg(not(lockref_dcache_add_word))]
     pub fn reset_lockref_stats(&self) {
-        self.dentry().lockref.reset_stats();
+        self.dentry().lockref.raw().reset_stats();
     }
 
     /// Exclusive acquisitions of this directory's `i_rwsem` so far

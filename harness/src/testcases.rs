@@ -2,6 +2,7 @@
 //! variant (a seed's before and after, or a lockref policy).
 
 use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
+use lockref::CasWord;
 use lockref_dcache::{Config, Dcache, Errno, OpenFlags, Variants};
 use lockref_fuse::{CountedTable, LockedTable, RequestMix};
 use lockref_measure::layout::{DentryLayout, LookupLine, OwnLine};
@@ -297,11 +298,11 @@ pub enum State {
     /// The fetch_add floor.
     Floor(Floor),
     /// A lockref with the kernel's retry loop.
-    KernelRetry(LockRefGetPut<KernelRetry>),
+    KernelRetry(LockRefGetPut<CasWord<KernelRetry>>),
     /// A lockref that spins while the lock is held, within the bound.
-    WaitUnlock(LockRefGetPut<WaitUnlock>),
+    WaitUnlock(LockRefGetPut<CasWord<WaitUnlock>>),
     /// A lockref with exponential backoff.
-    ExpBackoff(LockRefGetPut<ExpBackoff>),
+    ExpBackoff(LockRefGetPut<CasWord<ExpBackoff>>),
     /// The experimental fetch_add word.
     AddWord(AddWordGetPut),
     /// The virtiofsd-style FUSE inode table.

@@ -44,7 +44,8 @@ pub struct Inode {
 // counted only by `CountedRef`; `release` removes the map's entry (if it
 // is still this inode) under the map's lock, then frees the box once.
 unsafe impl RefCounted for Inode {
-    type Word = LockRef<()>;
+    type Data = ();
+    type Word = lockref::CasWord;
     type Grace = ();
 
     fn lockref(&self) -> &LockRef<()> {

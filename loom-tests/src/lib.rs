@@ -1,8 +1,8 @@
 //! Loom models of lockref's concurrent invariants. The models are in
-//! `tests/`, one per race, and compile only under `--cfg loom` (with `--cfg lockref_loom`, so that lockref uses loom, and `--cfg crossbeam_loom` for the epoch collector):
+//! `tests/`, one per race, and compile only under `--cfg loom` (with `--cfg lockref_loom`, so that lockref uses loom, `--cfg lockref_white_box` for its test hooks, and `--cfg crossbeam_loom` for the epoch collector):
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom --cfg lockref_loom --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS=3 \
+//! RUSTFLAGS="--cfg loom --cfg lockref_loom --cfg lockref_white_box --cfg crossbeam_loom" LOOM_MAX_PREEMPTIONS=3 \
 //!     cargo test -p lockref-loom-tests --release
 //! ```
 //!
@@ -14,7 +14,7 @@ pub use model::*;
 #[cfg(loom)]
 mod model {
     use lockref::policy::Policy;
-    use lockref::{LockRef, LockRefWord};
+    use lockref::RawLockRef;
 
     /// The preemption bound used when `LOOM_MAX_PREEMPTIONS` is not set.
     pub const DEFAULT_PREEMPTIONS: usize = 3;
@@ -60,7 +60,8 @@ mod model {
         }
     }
 
-    /// Seed 003's wait-while-locked, with a budget of two attempts.
+    /// The wait-while-locked policy (the 2024 proposal), with a budget of
+    /// two attempts.
     #[derive(Default)]
     pub struct WaitTwice;
 
@@ -73,36 +74,8 @@ mod model {
         }
     }
 
-    /// The words a `CountedRef` model runs on, as the models build and
-    /// read them: each `CountedRef` model runs once per word.
-    pub trait TestWord<D>: LockRefWord<Data = D> + Send + Sync + Sized + 'static {
-        /// Whether the count is frozen while the lock is held (the
-        /// compare-and-swap word), so that `last_put` always sees zero;
-        /// on the fetch_add word a revive can land under the lock.
-        const FROZEN_UNDER_LOCK: bool;
-        /// Unlocked with `count` references.
-        fn with_count(data: D, count: u32) -> Self;
-        /// The count now; `None` if dead.
-        fn live_count(&self) -> Option<u32>;
-    }
-
-    impl<D: Send + 'static> TestWord<D> for LockRef<D> {
-        const FROZEN_UNDER_LOCK: bool = true;
-        fn with_count(data: D, count: u32) -> Self {
-            LockRef::with_count(data, count.try_into().unwrap()).unwrap()
-        }
-        fn live_count(&self) -> Option<u32> {
-            u32::try_from(self.count()).ok()
-        }
-    }
-
-    impl<D: Send + 'static> TestWord<D> for lockref::experimental::AddLockRef<D> {
-        const FROZEN_UNDER_LOCK: bool = false;
-        fn with_count(data: D, count: u32) -> Self {
-            Self::with_count(data, count).unwrap()
-        }
-        fn live_count(&self) -> Option<u32> {
-            self.count()
-        }
-    }
+    /// The words a generic model runs on: every shareable word with a
+    /// default (a bound, not an adapter).
+    pub trait Word: RawLockRef + Default + Send + Sync + 'static {}
+    impl<W: RawLockRef + Default + Send + Sync + 'static> Word for W {}
 }

@@ -1,15 +1,18 @@
 //! Loom models of `CountedRef`, `PathRef` and `Unopened`/`Opened`, one per
 //! race; the `CountedRef` and `PathRef` models once per word (`cas_word::`
-//! on `LockRef`, `add_word::` on the experimental `AddLockRef`). Run with
-//! `--cfg loom --cfg lockref_loom`. Every racing side runs on a spawned
+//! on `CasWord`, `add_word::` on the experimental `AddWord`). Run with
+//! `--cfg loom --cfg lockref_loom --cfg lockref_white_box`. Every racing side runs on a spawned
 //! thread: loom 0.7 explores far fewer interleavings of work done
 //! on the model's main thread (a model with its reader there ran once).
 #![cfg(loom)]
 
 use std::ptr::NonNull;
 
-use lockref::{CountedRef, Fate, OpenCount, Openable, Opened, PathRef, RefCounted, Unopened};
-use lockref_loom_tests::{model, TestWord};
+use lockref::{
+    CountedRef, Fate, LockRef, LockRefGuard, OpenCount, Openable, Opened, PathRef, RefCounted,
+    Unopened,
+};
+use lockref_loom_tests::{model, Word};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};
@@ -33,7 +36,7 @@ struct World {
 
 impl World {
     /// Frees the recycled memory; call once every handle is gone.
-    fn finish<W: TestWord<bool>>(&self) {
+    fn finish<W: Word>(&self) {
         for ptr in self.recycled.lock().unwrap().drain(..) {
             // SAFETY: recycled by `release`, referenced by nobody.
             drop(unsafe { Box::from_raw(ptr as *mut Obj<W>) });
@@ -44,8 +47,8 @@ impl World {
 /// A test object. Each holder writes its slot (a loom-tracked cell) before
 /// dropping its reference; `release` reads every slot, so a put or a lock
 /// that did not order the holders' writes before the release is a race.
-struct Obj<W> {
-    lockref: W,
+struct Obj<W: Word> {
+    lockref: LockRef<bool, W>,
     world: Arc<World>,
     slots: [UnsafeCell<u32>; 2],
 }
@@ -53,15 +56,16 @@ struct Obj<W> {
 // SAFETY: objects are made by `new_obj` (a `Box`), counted only by
 // `CountedRef`; `release` removes the table entry under the table's lock
 // before freeing.
-unsafe impl<W: TestWord<bool>> RefCounted for Obj<W> {
+unsafe impl<W: Word> RefCounted for Obj<W> {
+    type Data = bool;
     type Word = W;
     type Grace = ();
 
-    fn lockref(&self) -> &W {
+    fn lockref(&self) -> &LockRef<bool, W> {
         &self.lockref
     }
 
-    fn last_put(&self, keep: &mut W::Guard<'_>) -> Fate {
+    fn last_put(&self, keep: &mut LockRefGuard<'_, bool, W>) -> Fate {
         if **keep {
             Fate::Keep
         } else {
@@ -89,7 +93,7 @@ unsafe impl<W: TestWord<bool>> RefCounted for Obj<W> {
         unsafe {
             core::ptr::drop_in_place(this.as_ptr());
             this.as_ptr().write(Obj {
-                lockref: W::with_count(false, 0),
+                lockref: LockRef::with_raw(false, W::with_count(0).unwrap()),
                 world: world.clone(),
                 slots: [UnsafeCell::new(0), UnsafeCell::new(0)],
             });
@@ -101,20 +105,20 @@ unsafe impl<W: TestWord<bool>> RefCounted for Obj<W> {
 }
 
 // SAFETY: the slots are written by distinct threads, each before its put.
-unsafe impl<W: Send + Sync> Send for Obj<W> {}
+unsafe impl<W: Word> Send for Obj<W> {}
 // SAFETY: as above.
-unsafe impl<W: Send + Sync> Sync for Obj<W> {}
+unsafe impl<W: Word> Sync for Obj<W> {}
 
-impl<W> Obj<W> {
+impl<W: Word> Obj<W> {
     fn write_slot(&self, i: usize) {
         // SAFETY: slot `i` belongs to thread `i`.
         self.slots[i].with_mut(|v| unsafe { *v = i as u32 + 1 });
     }
 }
 
-fn new_obj<W: TestWord<bool>>(world: &Arc<World>, keep: bool) -> CountedRef<Obj<W>> {
+fn new_obj<W: Word>(world: &Arc<World>, keep: bool) -> CountedRef<Obj<W>> {
     let obj = Box::new(Obj {
-        lockref: W::with_count(keep, 1),
+        lockref: LockRef::with_raw(keep, W::default()),
         world: world.clone(),
         slots: [UnsafeCell::new(0), UnsafeCell::new(0)],
     });
@@ -125,7 +129,7 @@ fn new_obj<W: TestWord<bool>>(world: &Arc<World>, keep: bool) -> CountedRef<Obj<
 }
 
 /// A lookup through the outer table: under its lock, find and `try_get`.
-fn lookup<W: TestWord<bool>>(world: &World) -> Option<CountedRef<Obj<W>>> {
+fn lookup<W: Word>(world: &World) -> Option<CountedRef<Obj<W>>> {
     let table = world.table.lock().unwrap();
     let ptr = NonNull::new((*table)? as *mut Obj<W>)?;
     // SAFETY: in the table, so not freed while we hold its lock.
@@ -134,7 +138,7 @@ fn lookup<W: TestWord<bool>>(world: &World) -> Option<CountedRef<Obj<W>>> {
 
 /// Two holders drop their references at once, one after a clone: the last
 /// put kills exactly once, and the release sees both holders' writes.
-fn clone_and_drop_race_the_last_put_and_its_kill<W: TestWord<bool>>() {
+fn clone_and_drop_race_the_last_put_and_its_kill<W: Word>() {
     model(|| {
         let world = Arc::new(World::default());
         let a = new_obj::<W>(&world, false);
@@ -158,7 +162,7 @@ fn clone_and_drop_race_the_last_put_and_its_kill<W: TestWord<bool>>() {
 
 /// The last put of a kept object races a lookup: the object stays at count
 /// zero (or the lookup's reference), findable, never released.
-fn keep_leaves_a_findable_object_at_zero<W: TestWord<bool>>() {
+fn keep_leaves_a_findable_object_at_zero<W: Word>() {
     model(|| {
         let world = Arc::new(World::default());
         let a = new_obj::<W>(&world, true);
@@ -172,7 +176,7 @@ fn keep_leaves_a_findable_object_at_zero<W: TestWord<bool>>() {
         t.join().unwrap();
         u.join().unwrap();
         let again = lookup::<W>(&world).expect("still in the table");
-        assert_eq!(again.lockref.live_count(), Some(1));
+        assert_eq!(again.lockref.count(), Some(1));
         assert_eq!(world.released.load(SeqCst), 0);
         // Tear down: no longer kept, the last put kills it.
         *again.lockref.lock() = false;
@@ -187,7 +191,7 @@ fn keep_leaves_a_findable_object_at_zero<W: TestWord<bool>>() {
 /// it; the kill removes the entry under the table's lock, after marking
 /// the object dead under its own (no lock-order inversion: the table's
 /// lock is never taken while the object's is held).
-fn try_get_through_the_table_races_the_kill<W: TestWord<bool>>() {
+fn try_get_through_the_table_races_the_kill<W: Word>() {
     model(|| {
         let world = Arc::new(World::default());
         let a = new_obj::<W>(&world, false);
@@ -213,7 +217,7 @@ fn try_get_through_the_table_races_the_kill<W: TestWord<bool>>() {
 
 /// A put of two references races a clone and drop: the count ends exact,
 /// and the final put kills once.
-fn put_many_races_gets<W: TestWord<bool>>() {
+fn put_many_races_gets<W: Word>() {
     model(|| {
         let world = Arc::new(World::default());
         let a = new_obj::<W>(&world, false);
@@ -232,7 +236,7 @@ fn put_many_races_gets<W: TestWord<bool>>() {
         });
         t.join().unwrap();
         u.join().unwrap();
-        assert_eq!(a.lockref.live_count(), Some(1));
+        assert_eq!(a.lockref.count(), Some(1));
         drop(a);
         assert_eq!(world.released.load(SeqCst), 1);
         world.finish::<W>();
@@ -241,7 +245,7 @@ fn put_many_races_gets<W: TestWord<bool>>() {
 
 /// A path consumed by one thread (its parts handed on and dropped) races
 /// the drop of a clone: each object is killed exactly once.
-fn path_consumption_races_the_dentry_kill<W: TestWord<bool>>() {
+fn path_consumption_races_the_dentry_kill<W: Word>() {
     model(|| {
         let world = Arc::new(World::default());
         let path = PathRef::new(new_obj::<W>(&world, false), new_obj::<W>(&world, false));
@@ -344,26 +348,30 @@ fn opened_last_put_releases_once() {
 /// and leaves the decision to it); on the fetch_add word a revive landing
 /// under the lock can make it ask twice, and `kill_if_zero` refuses the
 /// first kill.
-struct Graced<W> {
-    lockref: W,
+struct Graced<W: Word> {
+    lockref: LockRef<(), W>,
+    /// Whether the word freezes the count under its lock (the
+    /// compare-and-swap word), so that `last_put` always sees zero.
+    frozen: bool,
     released: AtomicUsize,
     asked: AtomicUsize,
 }
 
 // SAFETY: never freed inside the model (the grace the contract asks for);
 // `retain_unlocked` reads nothing that changes.
-unsafe impl<W: TestWord<()>> RefCounted for Graced<W> {
+unsafe impl<W: Word> RefCounted for Graced<W> {
+    type Data = ();
     type Word = W;
     type Grace = ();
 
-    fn lockref(&self) -> &W {
+    fn lockref(&self) -> &LockRef<(), W> {
         &self.lockref
     }
 
-    fn last_put(&self, guard: &mut W::Guard<'_>) -> Fate {
+    fn last_put(&self, guard: &mut LockRefGuard<'_, (), W>) -> Fate {
         self.asked.fetch_add(1, SeqCst);
         assert!(
-            !W::FROZEN_UNDER_LOCK || W::is_unused(guard),
+            !self.frozen || guard.count() == Some(0),
             "last_put asked with a reference out"
         );
         Fate::Kill
@@ -380,10 +388,11 @@ unsafe impl<W: TestWord<()>> RefCounted for Graced<W> {
     }
 }
 
-fn grace_put_to_zero_races_a_revival_and_kills_once<W: TestWord<()>>() {
-    model(|| {
+fn grace_put_to_zero_races_a_revival_and_kills_once<W: Word>(frozen: bool) {
+    model(move || {
         let raw = NonNull::from(Box::leak(Box::new(Graced {
-            lockref: W::with_count((), 1),
+            lockref: LockRef::with_raw((), W::default()),
+            frozen,
             released: AtomicUsize::new(0),
             asked: AtomicUsize::new(0),
         })));
@@ -404,7 +413,7 @@ fn grace_put_to_zero_races_a_revival_and_kills_once<W: TestWord<()>>() {
         let obj = unsafe { raw.as_ref() };
         assert_eq!(obj.released.load(SeqCst), 1);
         let asked = obj.asked.load(SeqCst);
-        if W::FROZEN_UNDER_LOCK {
+        if frozen {
             assert_eq!(
                 asked, 1,
                 "asked only by the putter that saw zero under the lock"
@@ -412,7 +421,7 @@ fn grace_put_to_zero_races_a_revival_and_kills_once<W: TestWord<()>>() {
         } else {
             assert!((1..=2).contains(&asked), "{asked}");
         }
-        assert_eq!(obj.lockref.live_count(), None, "dead");
+        assert_eq!(obj.lockref.count(), None, "dead");
         // SAFETY: unreferenced, from the box above.
         drop(unsafe { Box::from_raw(raw.as_ptr()) });
     });
@@ -422,18 +431,18 @@ fn grace_put_to_zero_races_a_revival_and_kills_once<W: TestWord<()>>() {
 macro_rules! on_each_word {
     ($($model:ident),* $(,)?) => {
         mod cas_word {
-            $(#[test] fn $model() { super::$model::<lockref::LockRef<bool>>() })*
+            $(#[test] fn $model() { super::$model::<lockref::CasWord>() })*
             #[test]
             fn grace_put_to_zero_races_a_revival_and_kills_once() {
-                super::grace_put_to_zero_races_a_revival_and_kills_once::<lockref::LockRef<()>>()
+                super::grace_put_to_zero_races_a_revival_and_kills_once::<lockref::CasWord>(true)
             }
         }
         mod add_word {
-            use lockref::experimental::AddLockRef;
-            $(#[test] fn $model() { super::$model::<AddLockRef<bool>>() })*
+            use lockref::experimental::AddWord;
+            $(#[test] fn $model() { super::$model::<AddWord>() })*
             #[test]
             fn grace_put_to_zero_races_a_revival_and_kills_once() {
-                super::grace_put_to_zero_races_a_revival_and_kills_once::<AddLockRef<()>>()
+                super::grace_put_to_zero_races_a_revival_and_kills_once::<AddWord>(false)
             }
         }
     };

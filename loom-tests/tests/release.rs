@@ -9,44 +9,45 @@
 //! order the locked put). The statistics counters are not loom objects
 //! (see `lockref`'s `sync.rs`): their touches after a release are caught
 //! by the same races under Miri and ThreadSanitizer (`src/tests/
-//! release.rs`). Run with `--cfg loom --cfg lockref_loom`.
+//! release.rs`). Run with `--cfg loom --cfg lockref_loom --cfg
+//! lockref_white_box`.
 #![cfg(loom)]
 
-use lockref::LockRefWord;
-use lockref_loom_tests::{model, TestWord};
+use lockref::{LockRef, PutOrLock, RawLockRef};
+use lockref_loom_tests::{model, Word};
 use loom::cell::UnsafeCell;
 use loom::thread;
 
 /// The object raced to its free: a word and a field beside it.
-struct Obj<W> {
-    word: W,
+struct Obj<W: Word> {
+    word: LockRef<(), W>,
     payload: UnsafeCell<u32>,
 }
 
 // SAFETY: holders only read `payload` while they own a reference; the one
 // that saw zero writes it, alone, before freeing.
-unsafe impl<W: Sync> Sync for Obj<W> {}
+unsafe impl<W: Word> Sync for Obj<W> {}
 
 /// Gives up `n` owned references with `put_many_or_lock` (`put_or_lock`
 /// for one), finishing under the lock when they are the last; returns
 /// whether the count reached zero.
-fn put_or_lock_n<W: LockRefWord>(w: &W, n: u32) -> bool {
+fn put_or_lock_n<W: RawLockRef>(w: &LockRef<(), W>, n: u32) -> bool {
     let guard = if n == 1 {
         w.put_or_lock()
     } else {
         w.put_many_or_lock(n)
     };
-    let Some(mut guard) = guard else {
+    let PutOrLock::Locked(mut guard) = guard else {
         return false;
     };
-    let left = W::decrement_by(&mut guard, n).expect("counted");
+    let left = guard.decrement_by(n).expect("counted");
     drop(guard);
     left == 0
 }
 
 /// Gives up an owned reference with `put_owned` (`put_return`), then with
 /// `put_or_lock` if it refused; returns whether it reached zero.
-fn put_return_or_lock<W: LockRefWord>(w: &W, _n: u32) -> bool {
+fn put_return_or_lock<W: RawLockRef>(w: &LockRef<(), W>, _n: u32) -> bool {
     // SAFETY: the caller owns the reference.
     match unsafe { w.put_owned() } {
         Ok(left) => left == 0,
@@ -56,10 +57,13 @@ fn put_return_or_lock<W: LockRefWord>(w: &W, _n: u32) -> bool {
 
 /// Two holders of `per` references each put them with `put`; the one
 /// that sees zero frees the object.
-fn the_last_put_frees_while_the_other_puts<W: TestWord<()>>(per: u32, put: fn(&W, u32) -> bool) {
+fn the_last_put_frees_while_the_other_puts<W: Word>(
+    per: u32,
+    put: fn(&LockRef<(), W>, u32) -> bool,
+) {
     model(move || {
         let obj = Box::new(Obj {
-            word: W::with_count((), 2 * per),
+            word: LockRef::with_raw((), W::with_count(2 * per).unwrap()),
             payload: UnsafeCell::new(7),
         });
         let addr = Box::into_raw(obj) as usize;
@@ -112,6 +116,6 @@ macro_rules! on_each_word {
 }
 
 on_each_word! {
-    cas_word: lockref::LockRef<()>;
-    add_word: lockref::experimental::AddLockRef<()>;
+    cas_word: lockref::CasWord;
+    add_word: lockref::experimental::AddWord;
 }

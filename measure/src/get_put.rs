@@ -5,8 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 
-use lockref::policy::Policy;
-use lockref::{CountedRef, Fate, LockRef, LockRefWord, RefCounted};
+use lockref::{CasWord, CountedRef, Fate, LockRef, LockRefGuard, RawLockRef, RefCounted};
 
 /// Something that takes and drops one reference (or, for a mutex,
 /// increments and decrements a count under it).
@@ -51,58 +50,25 @@ impl GetPut for Floor {
     }
 }
 
-/// A [`LockRef`] with policy `P`: `get`, then `put_return`, falling back to
-/// a decrement under the lock when the lockless put gives up, as `dput`
-/// does.
+/// A [`LockRef`] on the word `W` (the compare-and-swap word with its
+/// policy, by default): `get`, then the lockless put (`put_owned`, which is
+/// `put_return` on the compare-and-swap word), falling back to a decrement
+/// under the lock when the lockless put gives up, as `dput` does.
 ///
 /// ```
-/// use lockref::policy::KernelRetry;
+/// use lockref::{policy::KernelRetry, CasWord};
 /// use lockref_measure::{GetPut, LockRefGetPut};
 ///
-/// let r = LockRefGetPut::<KernelRetry>::new();
+/// let r = LockRefGetPut::<CasWord<KernelRetry>>::new();
 /// r.get_put();
-/// assert_eq!(r.lockref().count(), 1);
+/// assert_eq!(r.lockref().count(), Some(1));
 /// ```
 #[derive(Debug)]
-pub struct LockRefGetPut<P: Policy>(LockRef<(), P>);
+pub struct LockRefGetPut<W: RawLockRef = CasWord>(LockRef<(), W>);
 
-impl<P: Policy> LockRefGetPut<P> {
-    /// One reference, held by the benchmark itself.
-    pub fn new() -> Self {
-        LockRefGetPut(LockRef::with_policy(()))
-    }
-
-    /// The lockref.
-    pub fn lockref(&self) -> &LockRef<(), P> {
-        &self.0
-    }
-}
-
-impl<P: Policy> Default for LockRefGetPut<P> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<P: Policy> GetPut for LockRefGetPut<P> {
-    #[inline]
-    fn get_put(&self) {
-        lockref_get_put(&self.0);
-    }
-}
-
-/// `get` + `put_return` on `r`, with the locked decrement when the
-/// lockless put gives up.
-#[inline]
-pub fn lockref_get_put<T: Send, P: Policy>(r: &LockRef<T, P>) {
-    r.get();
-    if r.put_return().is_err() {
-        let _ = r.lock().decrement();
-    }
-}
-
-/// The experimental fetch_add word: `get`, then `put_return`, one locked
-/// instruction each (its put never gives up: it needs no fallback).
+/// [`LockRefGetPut`] on the experimental fetch_add word: `get`, then
+/// `put_owned`, one locked instruction each (its put never gives up: the
+/// fallback never runs).
 ///
 /// ```
 /// use lockref_measure::{AddWordGetPut, GetPut};
@@ -111,58 +77,69 @@ pub fn lockref_get_put<T: Send, P: Policy>(r: &LockRef<T, P>) {
 /// r.get_put();
 /// assert_eq!(r.lockref().count(), Some(1));
 /// ```
-#[derive(Debug)]
-pub struct AddWordGetPut(lockref::experimental::AddLockRef<()>);
+pub type AddWordGetPut = LockRefGetPut<lockref::experimental::AddWord>;
 
-impl AddWordGetPut {
+impl<W: RawLockRef + Default> LockRefGetPut<W> {
     /// One reference, held by the benchmark itself.
     pub fn new() -> Self {
-        AddWordGetPut(lockref::experimental::AddLockRef::new(()))
+        LockRefGetPut(LockRef::with_raw((), W::default()))
     }
+}
 
+impl<W: RawLockRef> LockRefGetPut<W> {
     /// The lockref.
-    pub fn lockref(&self) -> &lockref::experimental::AddLockRef<()> {
+    pub fn lockref(&self) -> &LockRef<(), W> {
         &self.0
     }
 }
 
-impl Default for AddWordGetPut {
+impl<W: RawLockRef + Default> Default for LockRefGetPut<W> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl GetPut for AddWordGetPut {
+impl<W: RawLockRef + Sync> GetPut for LockRefGetPut<W> {
     #[inline]
     fn get_put(&self) {
-        self.0.get();
-        // SAFETY: the reference `get` just took.
-        let _ = unsafe { self.0.put_return() };
+        lockref_get_put(&self.0);
+    }
+}
+
+/// `get` + the lockless put on `r`, with the locked decrement when the
+/// lockless put gives up.
+#[inline]
+pub fn lockref_get_put<T, W: RawLockRef>(r: &LockRef<T, W>) {
+    r.get();
+    // SAFETY: the reference `get` just took is ours to give up.
+    if unsafe { r.put_owned() }.is_err() {
+        let _ = r.lock().decrement();
     }
 }
 
 /// An object counted by [`CountedRef`] on the word `W`: the handle's clone
 /// and drop are what [`CountedRefGetPut`] measures. With `GRACE`, a drop is
-/// the word's lockless `put_return` (the dentry's configuration: a grace
-/// section makes a put to zero without the lock sound); without, it is
+/// the word's lockless put (the dentry's configuration: a grace section
+/// makes a put to zero without the lock sound); without, it is
 /// `put_or_lock`.
-pub struct Counted<W, const GRACE: bool> {
-    lockref: W,
+pub struct Counted<W: RawLockRef, const GRACE: bool> {
+    lockref: LockRef<(), W>,
 }
 
 // SAFETY: made only by `CountedRefGetPut::new` (a `Box`), counted only by
 // `CountedRef`. `release` frees nothing: the box is freed by
 // `CountedRefGetPut`'s drop after the last handle is gone and the object
 // dead, so its memory outlives every grace value (the `GRACE` contract).
-unsafe impl<W: LockRefWord<Data = ()>, const GRACE: bool> RefCounted for Counted<W, GRACE> {
+unsafe impl<W: RawLockRef, const GRACE: bool> RefCounted for Counted<W, GRACE> {
+    type Data = ();
     type Word = W;
     type Grace = ();
 
-    fn lockref(&self) -> &W {
+    fn lockref(&self) -> &LockRef<(), W> {
         &self.lockref
     }
 
-    fn last_put(&self, _: &mut W::Guard<'_>) -> Fate {
+    fn last_put(&self, _: &mut LockRefGuard<'_, (), W>) -> Fate {
         Fate::Kill
     }
 
@@ -176,44 +153,26 @@ unsafe impl<W: LockRefWord<Data = ()>, const GRACE: bool> RefCounted for Counted
 }
 
 /// [`CountedRef`] clone + drop: the owned handle over the word `W`
-/// ([`LockRef`] by default), to compare with [`LockRefGetPut`] (raw `get`
-/// + `put_return`); `GRACE` as for [`Counted`].
+/// ([`CasWord`] by default), to compare with [`LockRefGetPut`] (raw `get`
+/// + put); `GRACE` as for [`Counted`].
 ///
 /// ```
 /// use lockref_measure::{CountedRefGetPut, GetPut};
 ///
-/// let r = CountedRefGetPut::<lockref::LockRef<()>, false>::new();
+/// let r = CountedRefGetPut::<lockref::CasWord, false>::new();
 /// r.get_put();
-/// let a = CountedRefGetPut::<lockref::experimental::AddLockRef<()>, true>::new();
+/// let a = CountedRefGetPut::<lockref::experimental::AddWord, true>::new();
 /// a.get_put();
 /// ```
-pub struct CountedRefGetPut<W: LockRefWord<Data = ()> = LockRef<()>, const GRACE: bool = false> {
+pub struct CountedRefGetPut<W: RawLockRef = CasWord, const GRACE: bool = false> {
     handle: ManuallyDrop<CountedRef<Counted<W, GRACE>>>,
 }
 
-/// The words [`CountedRefGetPut`] runs on.
-pub trait NewWord: LockRefWord<Data = ()> {
-    /// Unlocked, count one.
-    fn new_word() -> Self;
-}
-
-impl NewWord for LockRef<()> {
-    fn new_word() -> Self {
-        LockRef::new(())
-    }
-}
-
-impl NewWord for lockref::experimental::AddLockRef<()> {
-    fn new_word() -> Self {
-        Self::new(())
-    }
-}
-
-impl<W: NewWord, const GRACE: bool> CountedRefGetPut<W, GRACE> {
+impl<W: RawLockRef + Default, const GRACE: bool> CountedRefGetPut<W, GRACE> {
     /// An object with one reference, held by the benchmark.
     pub fn new() -> Self {
         let obj = Box::new(Counted {
-            lockref: W::new_word(),
+            lockref: LockRef::with_raw((), W::default()),
         });
         // SAFETY: a new object's count of one is this handle's.
         let handle = unsafe { CountedRef::from_raw(NonNull::from(Box::leak(obj))) };
@@ -223,13 +182,13 @@ impl<W: NewWord, const GRACE: bool> CountedRefGetPut<W, GRACE> {
     }
 }
 
-impl<W: NewWord, const GRACE: bool> Default for CountedRefGetPut<W, GRACE> {
+impl<W: RawLockRef + Default, const GRACE: bool> Default for CountedRefGetPut<W, GRACE> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<W: LockRefWord<Data = ()>, const GRACE: bool> Drop for CountedRefGetPut<W, GRACE> {
+impl<W: RawLockRef, const GRACE: bool> Drop for CountedRefGetPut<W, GRACE> {
     fn drop(&mut self) {
         let ptr = CountedRef::as_ptr(&self.handle);
         // SAFETY: not used again. The last handle: its drop kills the
@@ -240,9 +199,7 @@ impl<W: LockRefWord<Data = ()>, const GRACE: bool> Drop for CountedRefGetPut<W, 
     }
 }
 
-impl<W: LockRefWord<Data = ()> + Sync + Send, const GRACE: bool> GetPut
-    for CountedRefGetPut<W, GRACE>
-{
+impl<W: RawLockRef + Sync + Send, const GRACE: bool> GetPut for CountedRefGetPut<W, GRACE> {
     #[inline]
     fn get_put(&self) {
         drop(std::hint::black_box((*self.handle).clone()));

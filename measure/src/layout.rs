@@ -66,7 +66,7 @@ pub struct Dentry<L> {
 /// let d = LookupLine::new();
 /// assert!(d.lookup());
 /// d.stat();
-/// assert_eq!(d.lockref().count(), 1);
+/// assert_eq!(d.lockref().count(), Some(1));
 /// ```
 pub type LookupLine = Dentry<LockRef<()>>;
 
@@ -78,7 +78,7 @@ pub type LookupLine = Dentry<LockRef<()>>;
 ///
 /// let d = OwnLine::new();
 /// d.stat();
-/// assert_eq!(d.lockref().count(), 1);
+/// assert_eq!(d.lockref().count(), Some(1));
 /// ```
 pub type OwnLine = Dentry<CachePadded<LockRef<()>>>;
 

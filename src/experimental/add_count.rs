@@ -4,8 +4,10 @@
 
 /// The count's bias in the low half.
 pub(super) const BIAS: u32 = 1 << 30;
-/// The lowest saturated count.
-pub const SATURATED: u32 = 1 << 29;
+/// The lowest saturated count: the crate's one `SATURATED`, which the
+/// regions below are laid out around.
+pub(super) use crate::count::SATURATED;
+const _: () = assert!(SATURATED == 1 << 29 && BIAS + SATURATED < DEAD_LOW);
 /// The lowest stored value that reads as dead: the dead region is
 /// `DEAD_LOW ..= u32::MAX`.
 pub(super) const DEAD_LOW: u32 = 0xC000_0000;

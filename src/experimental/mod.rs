@@ -1,8 +1,14 @@
-//! Research, not covered by semver yet: [`AddLockRef`], a lockref whose
-//! `get`, `get_not_dead` and `put_return` are one `fetch_add`/`fetch_sub`
-//! of the word, checked afterwards, instead of a load and a
-//! compare-and-swap that can fail; with the kernel's observable semantics
-//! where a single add can keep them, and the list of where it cannot.
+//! Research, not covered by semver (feature `unstable-add-word`, 64-bit
+//! atomics only): [`AddWord`], a lockref word whose `get`, `get_not_dead`
+//! and `put_owned` are one `fetch_add`/`fetch_sub` of the word, checked
+//! afterwards, instead of a load and a compare-and-swap that can fail;
+//! with the kernel's observable semantics where a single add can keep
+//! them, and the list of where it cannot. It is a [`RawLockRef`] word:
+//! `LockRef<T, AddWord>` and its guard are the same types as on the
+//! default word, minus what needs [`RawLockRefExact`].
+//!
+//! [`RawLockRef`]: crate::RawLockRef
+//! [`RawLockRefExact`]: crate::RawLockRefExact
 //!
 //! # The word
 //!
@@ -18,7 +24,7 @@
 //! | `BIAS + SATURATED .. DEAD_LOW` | saturated: never changes again; whoever sees it pins the count to the region's middle |
 //! | `DEAD_LOW ..` | dead, stored as the region's middle `DEAD_STORED`; the transients of refused adds (above) and refused puts (below) land there and are undone |
 //!
-//! (`BIAS` = 2^30, `SATURATED` = 2^29, `DEAD_LOW` = 3 * 2^30,
+//! (`BIAS` = 2^30, [`SATURATED`](crate::SATURATED) = 2^29, `DEAD_LOW` = 3 * 2^30,
 //! `DEAD_STORED` = 7 * 2^29.) Every region's resting value has at least
 //! 2^29 values of headroom on each side: a live zero has 2^30 below it, a
 //! pinned saturated count 3 * 2^28 on each side, a dead count 2^29 below
@@ -44,7 +50,7 @@
 //! read-modify-write that gives it up, but where the object cannot be
 //! freed under it:
 //!
-//! - `put_return`'s `fetch_sub` that leaves a live count above zero is its
+//! - `put_owned`'s `fetch_sub` that leaves a live count above zero is its
 //!   last touch; `put_or_lock`'s and `put_many_or_lock`'s compare-and-swap
 //!   too (the word has no statistics to count after it);
 //! - the thread that brought the count to zero is the one that decides:
@@ -61,22 +67,22 @@
 //! while the other holders put, under Miri and ThreadSanitizer, and
 //! `loom-tests/tests/release.rs` models the same with the free.
 //!
-//! # What changes against [`LockRef`](crate::LockRef)
+//! # What changes against [`CasWord`](crate::CasWord)
 //!
 //! Adds land *while the lock is held*: the lock serializes holders and
 //! guards the data, but no longer freezes the count. So:
 //!
-//! | operation | [`LockRef`](crate::LockRef) (compare-and-swap) | [`AddLockRef`] |
+//! | operation | [`CasWord`](crate::CasWord) (compare-and-swap) | [`AddWord`] |
 //! |---|---|---|
 //! | `get` | CAS loop, falls back to the lock | one `lock xadd`; never fails |
 //! | `get_not_dead` | CAS loop; fails on dead | one `lock xadd`; on dead, undone and fails. A revive from zero succeeds, locked or not |
-//! | `get_not_zero` | CAS loop | CAS loop (not an add: a refused add at zero would be a transient count of one that makes a concurrent [`kill_if_zero`](AddLockRefGuard::kill_if_zero) miss a death) |
-//! | `put_return` | CAS loop; refuses while locked; safe (refuses at zero) | one `lock xadd`; reports the new count, zero included, locked or not; `unsafe`: the caller must own a reference, because a put at zero lands before it is checked |
+//! | `get_not_zero` | CAS loop | CAS loop (not an add: a refused add at zero would be a transient count of one that makes a concurrent [`kill_if_zero`](crate::LockRefGuard::kill_if_zero) miss a death) |
+//! | `put_return` (safe) / `put_owned` (`unsafe`) | CAS loop; refuses while locked; `put_return` is safe (refuses at zero) | `put_owned` only: one `lock xadd`; reports the new count, zero included, locked or not; the caller must own a reference, because a put at zero lands before it is checked |
 //! | `put_or_lock`, `put_many_or_lock` | CAS loop; lockless unless last | CAS loop, not an add: "not the last" must be decided before the decrement, and decrementing first shows a zero that did not happen (the counterexample: the loom model `a_put_that_undoes_shows_a_false_zero`); lockless while locked too |
 //! | guard `count` | frozen while held | a snapshot, at least the references the holder knows of, read by a read-modify-write that changes nothing so that it is ordered with the gets and puts landing under the lock |
 //! | guard `increment`/`decrement`/`decrement_by` | plain, under the lock | an atomic add (`AcqRel`: a lookup may take a reference on the count it raises before the unlock, so it publishes what the holder wrote, as the unlock does on the CAS word), and a CAS loop (refuses at zero without a transient); other adds land meanwhile |
-//! | guard `set_count` | absolute | **not offered** (would erase concurrent adds) |
-//! | guard `mark_dead` | unconditional | [`kill_if_zero`](AddLockRefGuard::kill_if_zero): a CAS from zero to dead, which fails if a lookup revived the object meanwhile |
+//! | guard `set_count` | absolute | **not offered** (would erase concurrent adds): not a `RawLockRefExact` |
+//! | guard `mark_dead` | unconditional (and `kill_if_zero`) | only [`kill_if_zero`](crate::LockRefGuard::kill_if_zero): a CAS from zero to dead, which fails if a lookup revived the object meanwhile |
 //!
 //! The decisions that stay exact: "zero, so kill" is exact because it is
 //! one CAS from the zero value to the dead value (a lookup's add either
@@ -92,24 +98,21 @@
 //!
 //! # Behind `CountedRef`
 //!
-//! `AddLockRef` is a [`LockRefWord`](crate::LockRefWord), so a
-//! [`RefCounted`](crate::RefCounted) object can embed it (`type Word =
-//! AddLockRef<Data>`) and be counted by [`CountedRef`](crate::CountedRef):
-//! clone is one `lock xadd`; a drop is `put_or_lock` (a CAS loop) or, for
-//! types with a grace section, one `lock xadd` (`put_return`); the last
-//! put's kill is [`kill_if_zero`](AddLockRefGuard::kill_if_zero), so a
-//! lookup that revives the object while its last put holds the lock makes
-//! the kill fail, and the reviver's own last put decides again.
+//! A [`RefCounted`](crate::RefCounted) object can embed
+//! `LockRef<Data, AddWord>` (`type Word = AddWord`) and be counted by
+//! [`CountedRef`](crate::CountedRef): clone is one `lock xadd`; a drop is
+//! `put_or_lock` (a CAS loop) or, for types with a grace section, one
+//! `lock xadd` (`put_owned`); the last put's kill is
+//! [`kill_if_zero`](crate::LockRefGuard::kill_if_zero), so a lookup that
+//! revives the object while its last put holds the lock makes the kill
+//! fail, and the reviver's own last put decides again.
 //!
-//! This type is experimental: measured and modelled (`loom-tests/tests/
-//! add_word.rs`, and every `CountedRef` model in `loom-tests/tests/
-//! counted.rs` runs on it too); [`LockRef`](crate::LockRef) stays the
-//! default.
+//! Measured and modelled (`loom-tests/tests/add_word.rs`; every
+//! `LockRef` model in `loom-tests/tests/lockref.rs` that holds on both
+//! words and every `CountedRef` model in `loom-tests/tests/counted.rs`
+//! runs on it too); [`CasWord`](crate::CasWord) stays the default.
 
 mod add_count;
-mod add_guard;
-mod add_lockref;
+mod add_word;
 
-pub use add_count::SATURATED;
-pub use add_guard::AddLockRefGuard;
-pub use add_lockref::AddLockRef;
+pub use add_word::AddWord;

@@ -10,7 +10,7 @@
 
 use super::ticket::{self, LockWord};
 use super::Attempt;
-use crate::count::SATURATED;
+use crate::count::SATURATED_I32 as SATURATED;
 use crate::error::PutError;
 use crate::policy::Policy;
 use crate::stats::{Event, Stats};

@@ -1,6 +1,8 @@
-//! The untyped lockref: a count and a ticket lock, without the data. Each
-//! operation is its lockless attempt followed, beside it, by its locked
-//! version, as in the kernel's `lib/lockref.c`.
+//! [`CasWord`], the compare-and-swap word: a count and a ticket lock,
+//! without the data. Each operation is its lockless attempt followed,
+//! beside it, by its locked version, as in the kernel's `lib/lockref.c`.
+//! Its [`RawLockRef`](crate::RawLockRef) and
+//! [`RawLockRefExact`](crate::RawLockRefExact) impls are in `contract.rs`.
 //!
 //! The word is chosen here, once, as the kernel chooses with
 //! `CONFIG_ARCH_USE_CMPXCHG_LOCKREF`: with a 64-bit compare-and-swap, count
@@ -24,12 +26,15 @@
 //! recorded *before* its compare-and-swap, and retracted if the lockless
 //! attempt gives up.
 
-use crate::count::{incremented, SATURATED};
-use crate::error::PutError;
-use crate::policy::Policy;
+use core::marker::PhantomData;
+
+use crate::count::{incremented, SATURATED_I32 as SATURATED};
+use crate::error::{CountError, PutError};
+use crate::policy::{DefaultPolicy, Policy};
 use crate::stats::{Event, Stats};
 use crate::sync::{acquire_fence_after, Ordering};
 
+mod contract;
 pub(crate) mod ticket;
 
 cfg_if::cfg_if! {
@@ -72,18 +77,52 @@ pub(crate) enum Attempt {
     GaveUp(PutError),
 }
 
-/// A lockref without its data.
-pub(crate) struct RawLockRef {
+/// The compare-and-swap word, the default word of
+/// [`LockRef`](crate::LockRef): a count and a fair ticket spinlock in one
+/// 64-bit word (the layout is the crate docs' table). A count change is
+/// one compare-and-swap of the whole word while the lock is free, so no
+/// lockless change ever lands while the lock is held (the count is frozen
+/// under it: [`RawLockRefExact`](crate::RawLockRefExact)). The contention
+/// [`Policy`] `P` decides how the loop waits, within its bound, before the
+/// operation is done under the lock. Without a 64-bit compare-and-swap
+/// ([`LOCKLESS`] is `false`) every operation takes the lock.
+///
+/// ```
+/// use lockref::{policy::ExpBackoff, CasWord, LockRef};
+///
+/// let r = LockRef::with_raw((), CasWord::<ExpBackoff>::new());
+/// r.get();
+/// assert_eq!(r.count(), Some(2));
+/// ```
+pub struct CasWord<P: Policy = DefaultPolicy> {
     word: Word,
     stats: Stats,
+    _policy: PhantomData<fn() -> P>,
 }
 
-impl RawLockRef {
+impl<P: Policy> CasWord<P> {
     crate::sync::const_fn! {
-        /// Unlocked, with `count`.
+        /// Unlocked, with one reference (`lockref_init`). A `const fn`
+        /// (except under `--cfg lockref_loom`).
         #[inline]
-        pub(crate) fn new(count: i32) -> Self {
-            Self::at_ticket(count, 0)
+        pub fn new() -> Self {
+            Self::at_ticket(1, 0)
+        }
+    }
+
+    crate::sync::const_fn! {
+        /// Unlocked, with `count` references, `0 ..= SATURATED`. A `const
+        /// fn` (except under `--cfg lockref_loom`).
+        ///
+        /// # Errors
+        ///
+        /// [`CountError::OutOfRange`] above [`SATURATED`](crate::SATURATED).
+        #[inline]
+        pub fn with_count(count: u32) -> Result<Self, CountError> {
+            if count > crate::SATURATED {
+                return Err(CountError::OutOfRange);
+            }
+            Ok(Self::at_ticket(count as i32, 0))
         }
     }
 
@@ -95,49 +134,75 @@ impl RawLockRef {
             Self {
                 word: Word::new(count, ticket),
                 stats: Stats::new(),
+                _policy: PhantomData,
             }
         }
     }
 
+    /// This word's counters (feature `stats`).
+    ///
+    /// ```
+    /// let r = lockref::LockRef::new(());
+    /// r.get();
+    /// let s = r.raw().stats();
+    /// assert_eq!(s.operations, 1);
+    /// # if lockref::LOCKLESS {
+    /// assert_eq!((s.lockless, s.fallbacks, s.lock_acquisitions), (1, 0, 0));
+    /// # }
+    /// ```
+    #[cfg(feature = "stats")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "stats")))]
+    pub fn stats(&self) -> crate::StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// Sets this word's counters to zero (feature `stats`).
+    ///
+    /// ```
+    /// let r = lockref::LockRef::new(());
+    /// r.get();
+    /// r.raw().reset_stats();
+    /// assert_eq!(r.raw().stats(), lockref::StatsSnapshot::default());
+    /// ```
+    #[cfg(feature = "stats")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "stats")))]
+    pub fn reset_stats(&self) {
+        self.stats.reset();
+    }
+
     /// `(owner, next)` of the lock half now (white-box tests).
-    #[cfg(any(test, lockref_loom))]
+    #[cfg(any(test, lockref_white_box))]
     pub(crate) fn ticket_state(&self) -> (u16, u16) {
         ticket::owner_and_next(self.word.lock_word())
     }
 
     /// See [`ticket::draw_tickets`].
-    #[cfg(any(test, lockref_loom))]
+    #[cfg(any(test, lockref_white_box))]
     pub(crate) fn draw_tickets(&self, n: u16) {
         ticket::draw_tickets(self.word.lock_word(), n);
     }
 
     /// See [`ticket::return_tickets`].
-    #[cfg(any(test, lockref_loom))]
+    #[cfg(any(test, lockref_white_box))]
     pub(crate) fn return_tickets(&self, n: u16) {
         ticket::return_tickets(self.word.lock_word(), n);
     }
 
-    #[cfg(feature = "stats")]
-    #[inline]
-    pub(crate) fn stats(&self) -> &Stats {
-        &self.stats
-    }
-
     /// A snapshot of the count.
     #[inline]
-    pub(crate) fn count(&self) -> i32 {
+    pub(crate) fn snapshot(&self) -> i32 {
         self.word.count()
     }
 
     /// The count; only meaningful with the lock held.
     #[inline]
-    pub(crate) fn count_locked(&self) -> i32 {
+    pub(crate) fn count_under_lock(&self) -> i32 {
         self.word.count_locked()
     }
 
     /// Changes the count from `old` (its value now) to `new`; lock held.
     #[inline]
-    pub(crate) fn set_count_locked(&self, old: i32, new: i32) {
+    pub(crate) fn set_count_under_lock(&self, old: i32, new: i32) {
         self.word.set_count_locked(old, new);
     }
 
@@ -153,20 +218,20 @@ impl RawLockRef {
 
     /// Releases the lock held with `ticket`.
     #[inline]
-    pub(crate) fn unlock(&self, ticket: u16) {
+    pub(crate) fn release_lock(&self, ticket: u16) {
         ticket::unlock(self.word.lock_word(), ticket);
     }
 
     /// `spin_lock`: waits in line for the lock. Returns the ticket.
     #[inline]
-    pub(crate) fn lock(&self) -> u16 {
+    pub(crate) fn acquire_lock(&self) -> u16 {
         self.stats.record(Event::Operation);
         self.acquire()
     }
 
     /// `spin_trylock`: the lock if it is free now.
     #[inline]
-    pub(crate) fn try_lock(&self) -> Option<u16> {
+    pub(crate) fn try_acquire_lock(&self) -> Option<u16> {
         self.stats.record(Event::Operation);
         let ticket = ticket::try_lock(self.word.lock_word());
         if ticket.is_some() {
@@ -179,7 +244,7 @@ impl RawLockRef {
 
     /// Takes a reference the caller already holds one of. Panics if dead.
     #[inline]
-    pub(crate) fn get<P: Policy>(&self) {
+    pub(crate) fn take_ref(&self) {
         self.stats.record(Event::Operation);
         // Relaxed: the caller holds a reference, which keeps the object
         // alive; a new reference derived from it needs no ordering (as
@@ -210,7 +275,7 @@ impl RawLockRef {
     /// Takes a reference if the count is at least `min` (1 for
     /// `get_not_zero`, 0 for `get_not_dead`).
     #[inline]
-    pub(crate) fn get_at_least<P: Policy>(&self, min: i32) -> bool {
+    pub(crate) fn take_ref_if_at_least(&self, min: i32) -> bool {
         self.stats.record(Event::Operation);
         // Acquire on success: the caller may have found the object without
         // holding a reference (a lookup) and will read it; this makes the
@@ -239,7 +304,7 @@ impl RawLockRef {
         }
     }
 
-    /// [`get_at_least`](Self::get_at_least) under the lock.
+    /// [`take_ref_if_at_least`](Self::take_ref_if_at_least) under the lock.
     #[cold]
     #[inline(never)]
     fn get_at_least_locked(&self, min: i32) -> bool {
@@ -253,7 +318,7 @@ impl RawLockRef {
             }
             _ => false,
         };
-        self.unlock(ticket);
+        self.release_lock(ticket);
         taken
     }
 
@@ -262,7 +327,7 @@ impl RawLockRef {
     /// Drops a reference without ever taking the lock: the new count, or
     /// why not (nothing changed).
     #[inline]
-    pub(crate) fn put_return<P: Policy>(&self) -> Result<u32, PutError> {
+    pub(crate) fn put_lockless(&self) -> Result<u32, PutError> {
         self.stats.record(Event::Operation);
         // Counted before the releasing compare-and-swap (see the module
         // docs), and retracted below if the attempt gives up.
@@ -287,7 +352,7 @@ impl RawLockRef {
             // object (the Lockless counted above stands).
             Attempt::CountOutOfRange(count) => {
                 if count == SATURATED {
-                    Ok(SATURATED as u32)
+                    Ok(crate::SATURATED)
                 } else {
                     Err(PutError::NotPositive)
                 }
@@ -304,23 +369,16 @@ impl RawLockRef {
 
     // ----- lockref_put_or_lock, and its n-reference form -----
 
-    /// Drops a reference if it is not the last; else returns the ticket
-    /// with the lock held and nothing changed.
-    #[inline]
-    pub(crate) fn put_or_lock<P: Policy>(&self) -> Option<u16> {
-        self.put_many_or_lock::<P>(1)
-    }
-
     /// Drops `n` references if more than `n` are held (or the count is
     /// saturated); else returns the ticket with the lock held and nothing
     /// changed, for the caller to decide with the exact count.
     #[inline]
-    pub(crate) fn put_many_or_lock<P: Policy>(&self, n: u32) -> Option<u16> {
+    pub(crate) fn put_many_or_take_lock(&self, n: u32) -> Option<u16> {
         self.stats.record(Event::Operation);
-        if n == 0 || n >= SATURATED as u32 {
+        if n == 0 || n >= crate::SATURATED {
             // Nothing to drop, or more than a live count can hold: decide
             // under the lock.
-            return self.put_many_or_lock_locked(n);
+            return self.put_many_under_lock(n);
         }
         let n = n as i32;
         // Counted before the releasing compare-and-swap, as in
@@ -339,26 +397,26 @@ impl RawLockRef {
             Attempt::CountOutOfRange(_) | Attempt::GaveUp(_) => {
                 // Nothing was written: the references are still ours.
                 self.stats.retract(Event::Lockless);
-                self.put_many_or_lock_locked(n as u32)
+                self.put_many_under_lock(n as u32)
             }
         }
     }
 
-    /// [`put_many_or_lock`](Self::put_many_or_lock) under the lock.
+    /// [`put_many_or_take_lock`](Self::put_many_or_take_lock) under the lock.
     #[cold]
     #[inline(never)]
-    fn put_many_or_lock_locked(&self, n: u32) -> Option<u16> {
+    fn put_many_under_lock(&self, n: u32) -> Option<u16> {
         self.stats.record(Event::Fallback);
         let ticket = self.acquire();
         let count = self.word.count_locked();
         if count == SATURATED && n > 0 {
             // Saturated: the references dropped, the count stays.
-            self.unlock(ticket);
+            self.release_lock(ticket);
             return None;
         }
         if n > 0 && count > 0 && count as u32 > n {
             self.word.set_count_locked(count, count - n as i32);
-            self.unlock(ticket);
+            self.release_lock(ticket);
             return None;
         }
         Some(ticket)

@@ -26,17 +26,13 @@
 //! when a ticket is drawn at 0xffff falls off the word instead of landing in
 //! another field. Owner's wrap is handled in [`unlock`].
 
-use crate::sync::{spin_loop, Ordering};
+use crate::sync::{Ordering, SpinThenYield};
 
 /// What is added to the lock half to draw a ticket.
 const TICKET: u32 = 1 << 16;
 
 /// The most tickets out at once: the holder's and its waiters'.
 pub(crate) const MAX_TICKETS_OUT: u16 = u16::MAX;
-
-/// With `std`, spins before a waiter starts yielding its CPU.
-#[cfg(all(any(feature = "std", test), not(lockref_loom)))]
-const SPINS_BEFORE_YIELD: u32 = 1 << 10;
 
 /// An atomic word whose top 32 bits are the lock half: the lockref word
 /// itself, or a lone 32-bit lock in the lock-only build.
@@ -160,7 +156,7 @@ pub(crate) fn tickets_out(lock: u32) -> u16 {
 }
 
 /// `(owner, next)` of a word's lock half now, for white-box tests.
-#[cfg(any(test, lockref_loom))]
+#[cfg(any(test, lockref_white_box))]
 pub(crate) fn owner_and_next<W: LockWord>(word: &W) -> (u16, u16) {
     // Relaxed: a snapshot.
     let lock = W::lock_half(word.load(Ordering::Relaxed));
@@ -205,22 +201,13 @@ pub(crate) fn lock<W: LockWord>(word: &W) -> u16 {
 #[cold]
 #[inline(never)]
 fn wait_for_a_ticket<W: LockWord>(word: &W) -> W::Int {
-    #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
-    let mut spins: u32 = 0;
+    let mut waiter = SpinThenYield::new();
     loop {
-        spin_loop();
+        waiter.wait();
         // Relaxed: only a guess for the draw, which orders.
         let old = word.load(Ordering::Relaxed);
         if tickets_out(W::lock_half(old)) != MAX_TICKETS_OUT {
             return old;
-        }
-        #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
-        {
-            if spins < SPINS_BEFORE_YIELD {
-                spins += 1;
-            } else {
-                std::thread::yield_now();
-            }
         }
     }
 }
@@ -228,23 +215,13 @@ fn wait_for_a_ticket<W: LockWord>(word: &W) -> W::Int {
 #[cold]
 #[inline(never)]
 fn wait<W: LockWord>(word: &W, ticket: u16) {
-    #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
-    let mut spins: u32 = 0;
+    let mut waiter = SpinThenYield::new();
     loop {
-        // Under loom this yields, so the model does not spin forever.
-        spin_loop();
+        waiter.wait();
         // Acquire: the read that sees our turn must see everything the
         // previous holder wrote before its releasing unlock.
         if owner(W::lock_half(word.load(Ordering::Acquire))) == ticket {
             return;
-        }
-        #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
-        {
-            if spins < SPINS_BEFORE_YIELD {
-                spins += 1;
-            } else {
-                std::thread::yield_now();
-            }
         }
     }
 }
@@ -291,7 +268,7 @@ pub(crate) fn unlock<W: LockWord>(word: &W, ticket: u16) {
 
 /// Draws `n` tickets for nobody (waiters that never come), for white-box
 /// tests of the cap. The caller returns them with [`return_tickets`].
-#[cfg(any(test, lockref_loom))]
+#[cfg(any(test, lockref_white_box))]
 pub(crate) fn draw_tickets<W: LockWord>(word: &W, n: u16) {
     // Relaxed: a test's setup, ordered by its joins.
     word.fetch_add(W::lock_bits(u32::from(n) << 16), Ordering::Relaxed);
@@ -299,7 +276,7 @@ pub(crate) fn draw_tickets<W: LockWord>(word: &W, n: u16) {
 
 /// Serves `n` tickets at once (each as its holder's unlock would), for
 /// white-box tests: the caller owns those tickets.
-#[cfg(any(test, lockref_loom))]
+#[cfg(any(test, lockref_white_box))]
 pub(crate) fn return_tickets<W: LockWord>(word: &W, n: u16) {
     let owner = owner(W::lock_half(word.load(Ordering::Relaxed)));
     // As in `unlock`: the exact difference, carry cancelled in `next`.

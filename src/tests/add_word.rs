@@ -4,22 +4,33 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::experimental::{AddLockRef, SATURATED};
-use crate::{CountError, PutError};
+use crate::experimental::AddWord;
+use crate::{CountError, LockRef, PutError, PutOrLock, SATURATED};
 
-use super::{ITERS, THREADS};
+use super::{lockref_at, ITERS, THREADS};
+
+/// A lockref on the fetch_add word.
+type OnAddWord<T> = LockRef<T, AddWord>;
 
 /// # Safety
 ///
 /// The caller owns a reference on `r`.
-unsafe fn put(r: &AddLockRef<()>) -> Result<u32, PutError> {
+unsafe fn put(r: &OnAddWord<()>) -> Result<u32, PutError> {
     // SAFETY: the caller's.
-    unsafe { r.put_return() }
+    unsafe { r.put_owned() }
+}
+
+/// The guard of a put that had to lock, or `None` if it put.
+fn locked<T>(p: PutOrLock<'_, T, AddWord>) -> Option<crate::LockRefGuard<'_, T, AddWord>> {
+    match p {
+        PutOrLock::Put => None,
+        PutOrLock::Locked(g) => Some(g),
+    }
 }
 
 #[test]
 fn gets_and_puts_count() {
-    let r = AddLockRef::new(());
+    let r = LockRef::with_raw((), AddWord::new());
     assert_eq!(r.count(), Some(1));
     r.get();
     assert!(r.get_not_dead());
@@ -41,7 +52,7 @@ fn gets_and_puts_count() {
 
 #[test]
 fn adds_land_while_the_lock_is_held() {
-    let r = AddLockRef::new(5u32);
+    let r = LockRef::with_raw(5u32, AddWord::new());
     let mut g = r.lock();
     *g += 1;
     // Lockless operations do not wait for the lock: the count moves under
@@ -50,7 +61,7 @@ fn adds_land_while_the_lock_is_held() {
     assert!(r.get_not_dead());
     assert_eq!(g.count(), Some(3));
     // SAFETY: `get` took this reference.
-    assert_eq!(unsafe { r.put_return() }, Ok(2));
+    assert_eq!(unsafe { r.put_owned() }, Ok(2));
     assert!(r.try_lock().is_none());
     drop(g);
     assert_eq!(*r.lock(), 6);
@@ -58,14 +69,14 @@ fn adds_land_while_the_lock_is_held() {
 
 #[test]
 fn kill_if_zero_is_exact() {
-    let r = AddLockRef::new(());
+    let r = LockRef::with_raw((), AddWord::new());
     assert!(!r.lock().kill_if_zero(), "count one: alive");
     // SAFETY: `new`'s reference.
-    assert_eq!(unsafe { r.put_return() }, Ok(0));
+    assert_eq!(unsafe { r.put_owned() }, Ok(0));
     assert!(r.get_not_dead(), "revived before the kill");
     assert!(!r.lock().kill_if_zero(), "the revive wins");
     // SAFETY: the revive's reference.
-    assert_eq!(unsafe { r.put_return() }, Ok(0));
+    assert_eq!(unsafe { r.put_owned() }, Ok(0));
     let mut g = r.lock();
     assert!(g.kill_if_zero());
     assert_eq!(g.count(), None);
@@ -76,25 +87,25 @@ fn kill_if_zero_is_exact() {
     assert!(!r.get_not_zero());
     // SAFETY: not a reference, but the contract allows a put on a dead
     // object to be refused (the debug assertion is for zero only).
-    assert_eq!(unsafe { r.put_return() }, Err(PutError::NotPositive));
+    assert_eq!(unsafe { r.put_owned() }, Err(PutError::NotPositive));
     assert!(r.is_dead(), "and every refused add undone");
 }
 
 #[test]
 #[should_panic(expected = "dead object")]
 fn get_on_a_dead_object_panics() {
-    let r = AddLockRef::with_count((), 0).unwrap();
+    let r = lockref_at::<AddWord, _>((), 0);
     assert!(r.lock().kill_if_zero());
     r.get();
 }
 
 #[test]
 fn the_guard_counts_exactly_and_refuses_at_zero() {
-    let r = AddLockRef::with_count((), 0).unwrap();
+    let r = lockref_at::<AddWord, _>((), 0);
     let mut g = r.lock();
     assert_eq!(g.decrement(), Err(CountError::Underflow));
     assert_eq!(g.count(), Some(0), "refused without a transient");
-    g.increment().unwrap();
+    assert_eq!(g.increment(), Ok(1));
     assert_eq!(g.decrement(), Ok(0));
     assert!(g.kill_if_zero());
     assert_eq!(g.increment(), Err(CountError::Dead));
@@ -104,18 +115,18 @@ fn the_guard_counts_exactly_and_refuses_at_zero() {
 #[test]
 fn a_saturated_count_never_moves() {
     assert_eq!(
-        AddLockRef::with_count((), SATURATED + 1).err(),
+        AddWord::with_count(SATURATED + 1).err(),
         Some(CountError::OutOfRange)
     );
-    let r = AddLockRef::with_count((), SATURATED - 1).unwrap();
+    let r = lockref_at::<AddWord, _>((), SATURATED - 1);
     r.get();
     assert_eq!(r.count(), Some(SATURATED));
     r.get();
     assert!(r.get_not_dead() && r.get_not_zero());
     // SAFETY: we own (more than) these references.
     unsafe {
-        assert_eq!(r.put_return(), Ok(SATURATED));
-        assert_eq!(r.put_return(), Ok(SATURATED));
+        assert_eq!(r.put_owned(), Ok(SATURATED));
+        assert_eq!(r.put_owned(), Ok(SATURATED));
     }
     let mut g = r.lock();
     assert_eq!(g.decrement(), Ok(SATURATED));
@@ -126,50 +137,54 @@ fn a_saturated_count_never_moves() {
 
 #[test]
 fn put_or_lock_puts_unless_last_and_never_moves_a_last_count() {
-    let r = AddLockRef::with_count((), 3).unwrap();
-    assert!(r.put_or_lock().is_none());
+    let r = lockref_at::<AddWord, _>((), 3);
+    assert!(locked(r.put_or_lock()).is_none());
     assert_eq!(r.count(), Some(2));
     // Lockless while the lock is held: adds land under it on this word.
     let g = r.lock();
-    assert!(r.put_or_lock().is_none());
+    assert!(locked(r.put_or_lock()).is_none());
     drop(g);
-    let mut last = r.put_or_lock().expect("the last reference locks");
+    let mut last = locked(r.put_or_lock()).expect("the last reference locks");
     assert_eq!(last.count(), Some(1), "nothing changed before the lock");
     assert_eq!(last.decrement(), Ok(0));
     drop(last);
     // At zero and on dead it locks, changing nothing.
-    let g = r.put_or_lock().expect("zero locks");
+    let g = locked(r.put_or_lock()).expect("zero locks");
     assert_eq!(g.count(), Some(0));
     drop(g);
     assert!(r.lock().kill_if_zero());
-    let mut g = r.put_or_lock().expect("dead locks");
+    let mut g = locked(r.put_or_lock()).expect("dead locks");
     assert_eq!(g.decrement(), Err(CountError::Dead));
 }
 
 #[test]
 fn put_many_or_lock_and_decrement_by_refuse_more_than_counted() {
-    let r = AddLockRef::with_count((), 5).unwrap();
-    assert!(r.put_many_or_lock(3).is_none());
+    let r = lockref_at::<AddWord, _>((), 5);
+    assert!(locked(r.put_many_or_lock(3)).is_none());
     assert_eq!(r.count(), Some(2));
-    let mut g = r.put_many_or_lock(2).expect("as many as counted locks");
+    let mut g = locked(r.put_many_or_lock(2)).expect("as many as counted locks");
     assert_eq!(g.decrement_by(3), Err(CountError::Underflow));
     assert_eq!(g.count(), Some(2), "a refused decrement changes nothing");
     assert_eq!(g.decrement_by(2), Ok(0));
     assert_eq!(g.decrement_by(1), Err(CountError::Underflow));
     drop(g);
-    assert!(r.put_many_or_lock(u32::MAX).is_some());
-    let s = AddLockRef::with_count((), SATURATED).unwrap();
-    assert!(s.put_many_or_lock(u32::MAX).is_none());
+    assert!(locked(r.put_many_or_lock(u32::MAX)).is_some());
+    let s = lockref_at::<AddWord, _>((), SATURATED);
+    assert!(locked(s.put_many_or_lock(u32::MAX)).is_none());
     assert_eq!(s.lock().decrement_by(u32::MAX), Ok(SATURATED));
     assert_eq!(s.count(), Some(SATURATED));
-    assert_eq!(r.word_for_tests() & 0xFFFF_FFFF, 1 << 30, "exactly zero");
+    assert_eq!(
+        r.raw().word_for_tests() & 0xFFFF_FFFF,
+        1 << 30,
+        "exactly zero"
+    );
 }
 
 /// Threads getting and putting through every path, one killing at zero at
 /// the end: the count is exact and the kill happens once.
 #[test]
 fn concurrent_gets_and_puts_stay_exact() {
-    let r = AddLockRef::new(0usize);
+    let r = LockRef::with_raw(0usize, AddWord::new());
     let locked = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for t in 0..THREADS {
@@ -187,7 +202,7 @@ fn concurrent_gets_and_puts_stay_exact() {
                         locked.fetch_add(1, Ordering::Relaxed);
                     }
                     // SAFETY: the reference taken above.
-                    assert!(unsafe { r.put_return() }.unwrap() >= 1);
+                    assert!(unsafe { r.put_owned() }.unwrap() >= 1);
                 }
             });
         }
@@ -195,7 +210,7 @@ fn concurrent_gets_and_puts_stay_exact() {
     assert_eq!(r.count(), Some(1));
     assert_eq!(*r.lock(), locked.load(Ordering::Relaxed));
     // SAFETY: `new`'s reference.
-    assert_eq!(unsafe { r.put_return() }, Ok(0));
+    assert_eq!(unsafe { r.put_owned() }, Ok(0));
     assert!(r.lock().kill_if_zero());
 }
 
@@ -208,9 +223,9 @@ fn concurrent_gets_and_puts_stay_exact() {
 fn refused_puts_and_lookups_never_resurrect_a_dead_object() {
     let rounds = if cfg!(miri) { 2 } else { 200 };
     for _ in 0..rounds {
-        let r = AddLockRef::with_count((), 0).unwrap();
+        let r = lockref_at::<AddWord, _>((), 0);
         assert!(r.lock().kill_if_zero());
-        let dead_word = r.word_for_tests();
+        let dead_word = r.raw().word_for_tests();
         std::thread::scope(|s| {
             for t in 0..THREADS {
                 let r = &r;
@@ -219,7 +234,7 @@ fn refused_puts_and_lookups_never_resurrect_a_dead_object() {
                         if t % 2 == 0 {
                             // SAFETY: the contract allows a put on a dead
                             // object: it is refused, and undone.
-                            assert_eq!(unsafe { r.put_return() }, Err(PutError::NotPositive));
+                            assert_eq!(unsafe { r.put_owned() }, Err(PutError::NotPositive));
                         } else {
                             assert!(!r.get_not_dead(), "a reference on a dead object");
                             assert!(!r.get_not_zero(), "a reference on a dead object");
@@ -229,7 +244,7 @@ fn refused_puts_and_lookups_never_resurrect_a_dead_object() {
             }
         });
         assert_eq!(
-            r.word_for_tests(),
+            r.raw().word_for_tests(),
             dead_word,
             "still dead, every transient undone"
         );

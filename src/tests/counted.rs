@@ -1,6 +1,7 @@
 //! `CountedRef`: clone and drop, keep or kill at zero, `try_get`, raw
 //! hand-off, `put_many`, `kill_unused`, the cascade, the grace strategy;
-//! each on both words (`LockRef` and the experimental `AddLockRef`).
+//! each on both words (`CasWord` and, with `unstable-add-word`, the
+//! experimental `AddWord`).
 
 use core::ptr::NonNull;
 use std::boxed::Box;
@@ -9,8 +10,8 @@ use std::sync::Arc;
 use std::thread;
 use std::vec::Vec;
 
-use super::TestWord;
-use crate::{CountError, CountedRef, Fate, RefCounted};
+use super::{lockref_at, AnyWord};
+use crate::{CountError, CountedRef, Fate, LockRef, LockRefGuard, RefCounted, SATURATED};
 
 /// What the tests observe: releases (kills) so far.
 #[derive(Default)]
@@ -20,23 +21,24 @@ struct World {
 
 /// A test object: kept at zero while its data says so, else killed; may
 /// hold a reference on a parent.
-struct Obj<W> {
-    lockref: W,
+struct Obj<W: AnyWord> {
+    lockref: LockRef<bool, W>,
     world: Arc<World>,
     parent: Option<NonNull<Obj<W>>>,
 }
 
 // SAFETY: `Obj`s are only made by `new_obj` (a `Box`), their count is
 // changed only by `CountedRef`, and `release` frees the box once.
-unsafe impl<W: TestWord<bool>> RefCounted for Obj<W> {
+unsafe impl<W: AnyWord> RefCounted for Obj<W> {
+    type Data = bool;
     type Word = W;
     type Grace = ();
 
-    fn lockref(&self) -> &W {
+    fn lockref(&self) -> &LockRef<bool, W> {
         &self.lockref
     }
 
-    fn last_put(&self, keep: &mut W::Guard<'_>) -> Fate {
+    fn last_put(&self, keep: &mut LockRefGuard<'_, bool, W>) -> Fate {
         if **keep {
             Fate::Keep
         } else {
@@ -54,15 +56,15 @@ unsafe impl<W: TestWord<bool>> RefCounted for Obj<W> {
 }
 
 // SAFETY: the parent pointer is a counted reference, shareable.
-unsafe impl<W: Send + Sync> Send for Obj<W> {}
+unsafe impl<W: AnyWord> Send for Obj<W> {}
 // SAFETY: as above.
-unsafe impl<W: Send + Sync> Sync for Obj<W> {}
+unsafe impl<W: AnyWord> Sync for Obj<W> {}
 
 fn world() -> Arc<World> {
     Arc::default()
 }
 
-fn new_obj<W: TestWord<bool>>(
+fn new_obj<W: AnyWord>(
     world: &Arc<World>,
     keep: bool,
     parent: Option<CountedRef<Obj<W>>>,
@@ -70,14 +72,14 @@ fn new_obj<W: TestWord<bool>>(
     new_obj_counted(world, keep, parent, 1)
 }
 
-fn new_obj_counted<W: TestWord<bool>>(
+fn new_obj_counted<W: AnyWord>(
     world: &Arc<World>,
     keep: bool,
     parent: Option<CountedRef<Obj<W>>>,
     count: u32,
 ) -> CountedRef<Obj<W>> {
     let obj = Box::new(Obj {
-        lockref: W::with_count(keep, count),
+        lockref: lockref_at(keep, count),
         world: world.clone(),
         parent: parent.map(CountedRef::into_raw),
     });
@@ -86,35 +88,35 @@ fn new_obj_counted<W: TestWord<bool>>(
     unsafe { CountedRef::from_raw(NonNull::from(Box::leak(obj))) }
 }
 
-fn clone_and_drop_count_and_the_last_put_kills<W: TestWord<bool>>() {
+fn clone_and_drop_count_and_the_last_put_kills<W: AnyWord>() {
     let w = world();
     let a = new_obj::<W>(&w, false, None);
     let b = a.clone();
-    assert_eq!(b.lockref.live_count(), Some(2));
+    assert_eq!(b.lockref.count(), Some(2));
     drop(a);
     assert_eq!(w.released.load(Ordering::Relaxed), 0);
     drop(b);
     assert_eq!(w.released.load(Ordering::Relaxed), 1);
 }
 
-fn keep_leaves_a_findable_object_at_zero<W: TestWord<bool>>() {
+fn keep_leaves_a_findable_object_at_zero<W: AnyWord>() {
     let w = world();
     let a = new_obj::<W>(&w, true, None);
     let raw = CountedRef::as_ptr(&a);
     drop(a);
     // SAFETY: kept at zero, not freed.
     let obj = unsafe { raw.as_ref() };
-    assert_eq!(obj.lockref.live_count(), Some(0));
+    assert_eq!(obj.lockref.count(), Some(0));
     assert_eq!(w.released.load(Ordering::Relaxed), 0);
     // SAFETY: alive (kept).
     let revived = unsafe { CountedRef::try_get(raw) }.expect("kept, not dead");
-    assert_eq!(revived.lockref.live_count(), Some(1));
+    assert_eq!(revived.lockref.count(), Some(1));
     *revived.lockref.lock() = false;
     drop(revived);
     assert_eq!(w.released.load(Ordering::Relaxed), 1);
 }
 
-fn try_get_fails_on_a_dead_object<W: TestWord<bool>>() {
+fn try_get_fails_on_a_dead_object<W: AnyWord>() {
     let w = world();
     let a = new_obj::<W>(&w, true, None);
     let raw = CountedRef::as_ptr(&a);
@@ -122,7 +124,7 @@ fn try_get_fails_on_a_dead_object<W: TestWord<bool>>() {
     // Kill it by hand without freeing: mark dead under the lock.
     // SAFETY: kept at zero, not freed.
     let mut guard = unsafe { raw.as_ref() }.lockref.lock();
-    assert!(W::kill_if_zero(&mut guard));
+    assert!(guard.kill_if_zero());
     drop(guard);
     // SAFETY: dead but not freed.
     assert!(unsafe { CountedRef::try_get(raw) }.is_none());
@@ -130,60 +132,56 @@ fn try_get_fails_on_a_dead_object<W: TestWord<bool>>() {
     drop(unsafe { Box::from_raw(raw.as_ptr()) });
 }
 
-fn into_raw_and_from_raw_hand_a_reference_over<W: TestWord<bool>>() {
+fn into_raw_and_from_raw_hand_a_reference_over<W: AnyWord>() {
     let w = world();
     let a = new_obj::<W>(&w, false, None);
     let raw = CountedRef::into_raw(a.clone());
-    assert_eq!(a.lockref.live_count(), Some(2));
+    assert_eq!(a.lockref.count(), Some(2));
     // SAFETY: `raw` carries the reference `into_raw` gave up.
     let back = unsafe { CountedRef::from_raw(raw) };
     assert!(CountedRef::ptr_eq(&a, &back));
     drop(back);
-    assert_eq!(a.lockref.live_count(), Some(1));
+    assert_eq!(a.lockref.count(), Some(1));
 }
 
-fn put_many_drops_n_refuses_more_and_decides_at_zero<W: TestWord<bool>>() {
+fn put_many_drops_n_refuses_more_and_decides_at_zero<W: AnyWord>() {
     let w = world();
     let a = new_obj::<W>(&w, false, None);
     for _ in 0..5 {
         let _ = CountedRef::into_raw(a.clone());
     }
     let raw = CountedRef::as_ptr(&a);
-    assert_eq!(a.lockref.live_count(), Some(6));
+    assert_eq!(a.lockref.count(), Some(6));
     // SAFETY: we own the 5 raw references.
     unsafe {
         assert_eq!(CountedRef::put_many(raw, 3), Ok(()));
-        assert_eq!(a.lockref.live_count(), Some(3));
+        assert_eq!(a.lockref.count(), Some(3));
         assert_eq!(CountedRef::put_many(raw, 4), Err(CountError::Underflow));
         assert_eq!(
             CountedRef::put_many(raw, u64::MAX),
             Err(CountError::Underflow)
         );
-        assert_eq!(
-            a.lockref.live_count(),
-            Some(3),
-            "a refused put changes nothing"
-        );
+        assert_eq!(a.lockref.count(), Some(3), "a refused put changes nothing");
         assert_eq!(CountedRef::put_many(raw, 0), Ok(()));
         assert_eq!(CountedRef::put_many(raw, 2), Ok(()));
     }
-    assert_eq!(a.lockref.live_count(), Some(1));
+    assert_eq!(a.lockref.count(), Some(1));
     let raw = CountedRef::into_raw(a);
     // SAFETY: the last reference.
     assert_eq!(unsafe { CountedRef::put_many(raw, 1) }, Ok(()));
     assert_eq!(w.released.load(Ordering::Relaxed), 1);
 }
 
-fn put_many_on_a_saturated_count_moves_nothing<W: TestWord<bool>>() {
+fn put_many_on_a_saturated_count_moves_nothing<W: AnyWord>() {
     let w = world();
-    let a = new_obj_counted::<W>(&w, false, None, W::SATURATED_COUNT);
+    let a = new_obj_counted::<W>(&w, false, None, SATURATED);
     let raw = CountedRef::as_ptr(&a);
     // SAFETY: a saturated count counts every reference anyone claims.
     unsafe {
         assert_eq!(CountedRef::put_many(raw, 7), Ok(()));
         assert_eq!(CountedRef::put_many(raw, u64::MAX), Ok(()));
     }
-    assert_eq!(a.lockref.live_count(), Some(W::SATURATED_COUNT));
+    assert_eq!(a.lockref.count(), Some(SATURATED));
     let raw = CountedRef::as_ptr(&a);
     drop(a);
     assert_eq!(w.released.load(Ordering::Relaxed), 0, "leaked, never freed");
@@ -192,7 +190,7 @@ fn put_many_on_a_saturated_count_moves_nothing<W: TestWord<bool>>() {
     drop(unsafe { Box::from_raw(raw.as_ptr()) });
 }
 
-fn kill_unused_kills_only_at_zero<W: TestWord<bool>>() {
+fn kill_unused_kills_only_at_zero<W: AnyWord>() {
     let w = world();
     let a = new_obj::<W>(&w, true, None);
     let raw = CountedRef::as_ptr(&a);
@@ -204,7 +202,7 @@ fn kill_unused_kills_only_at_zero<W: TestWord<bool>>() {
     assert_eq!(w.released.load(Ordering::Relaxed), 1);
 }
 
-fn a_long_cascade_is_a_loop_not_a_recursion<W: TestWord<bool>>() {
+fn a_long_cascade_is_a_loop_not_a_recursion<W: AnyWord>() {
     let depth = if cfg!(miri) { 200 } else { 200_000 };
     let w = world();
     let mut leaf = new_obj::<W>(&w, false, None);
@@ -215,7 +213,7 @@ fn a_long_cascade_is_a_loop_not_a_recursion<W: TestWord<bool>>() {
     assert_eq!(w.released.load(Ordering::Relaxed), depth + 1);
 }
 
-fn concurrent_clones_and_drops_kill_exactly_once<W: TestWord<bool>>() {
+fn concurrent_clones_and_drops_kill_exactly_once<W: AnyWord>() {
     let w = world();
     let a = new_obj::<W>(&w, false, None);
     thread::scope(|s| {
@@ -233,7 +231,7 @@ fn concurrent_clones_and_drops_kill_exactly_once<W: TestWord<bool>>() {
             h.join().unwrap();
         }
     });
-    assert_eq!(a.lockref.live_count(), Some(1));
+    assert_eq!(a.lockref.count(), Some(1));
     drop(a);
     assert_eq!(w.released.load(Ordering::Relaxed), 1);
 }
@@ -241,23 +239,24 @@ fn concurrent_clones_and_drops_kill_exactly_once<W: TestWord<bool>>() {
 /// An object with a grace section: its memory is never freed during the
 /// test (so a put to zero without the lock is sound), and it stays while
 /// `retain_unlocked` says so.
-struct Graced<W> {
-    lockref: W,
+struct Graced<W: AnyWord> {
+    lockref: LockRef<(), W>,
     retain: bool,
     released: AtomicUsize,
 }
 
 // SAFETY: never freed during the test (`release` only counts), which is
 // the grace the contract asks for; `retain` never changes.
-unsafe impl<W: TestWord<()>> RefCounted for Graced<W> {
+unsafe impl<W: AnyWord> RefCounted for Graced<W> {
+    type Data = ();
     type Word = W;
     type Grace = ();
 
-    fn lockref(&self) -> &W {
+    fn lockref(&self) -> &LockRef<(), W> {
         &self.lockref
     }
 
-    fn last_put(&self, _: &mut W::Guard<'_>) -> Fate {
+    fn last_put(&self, _: &mut LockRefGuard<'_, (), W>) -> Fate {
         if self.retain {
             Fate::Keep
         } else {
@@ -282,10 +281,10 @@ unsafe impl<W: TestWord<()>> RefCounted for Graced<W> {
     }
 }
 
-fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it<W: TestWord<()>>() {
+fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it<W: AnyWord>() {
     for retain in [true, false] {
-        let raw = NonNull::from(Box::leak(Box::new(Graced {
-            lockref: W::with_count((), 1),
+        let raw = NonNull::from(Box::leak(Box::new(Graced::<W> {
+            lockref: lockref_at((), 1),
             retain,
             released: AtomicUsize::new(0),
         })));
@@ -295,7 +294,7 @@ fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it<W: TestWord<
         drop(r);
         // SAFETY: never freed by `release`; freed below.
         let obj = unsafe { raw.as_ref() };
-        assert_eq!(obj.lockref.live_count(), retain.then_some(0));
+        assert_eq!(obj.lockref.count(), retain.then_some(0));
         assert_eq!(obj.released.load(Ordering::Relaxed), usize::from(!retain));
         // SAFETY: unreferenced, from the box above.
         drop(unsafe { Box::from_raw(raw.as_ptr()) });
@@ -306,19 +305,23 @@ fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it<W: TestWord<
 macro_rules! on_each_word {
     ($($test:ident),* $(,)?) => {
         mod cas_word {
-            $(#[test] fn $test() { super::$test::<crate::LockRef<bool>>() })*
+            $(#[test] fn $test() { super::$test::<crate::CasWord>() })*
             #[test]
             fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it() {
-                super::with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it::<crate::LockRef<()>>()
+                super::with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it::<crate::CasWord>()
             }
         }
-        #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+        #[cfg(all(
+            feature = "unstable-add-word",
+            target_has_atomic = "64",
+            not(lockref_lock_only)
+        ))]
         mod add_word {
-            use crate::experimental::AddLockRef;
-            $(#[test] fn $test() { super::$test::<AddLockRef<bool>>() })*
+            use crate::experimental::AddWord;
+            $(#[test] fn $test() { super::$test::<AddWord>() })*
             #[test]
             fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it() {
-                super::with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it::<AddLockRef<()>>()
+                super::with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it::<AddWord>()
             }
         }
     };

@@ -3,9 +3,13 @@
 //! with exact final counts. They also run under Miri (smaller loops).
 
 use crate::policy::Policy;
-use crate::{LockRef, LockRefWord, SATURATED};
+use crate::{CasWord, LockRef, RawLockRef, SATURATED};
 
-#[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+#[cfg(all(
+    feature = "unstable-add-word",
+    target_has_atomic = "64",
+    not(lockref_lock_only)
+))]
 mod add_word;
 mod counted;
 mod lock;
@@ -33,14 +37,14 @@ impl Policy for NoAttempts {
     }
 }
 
-pub(crate) fn dead<P: Policy>() -> LockRef<(), P> {
-    let r = LockRef::<(), P>::with_policy_and_count((), 0).unwrap();
+pub(crate) fn dead<P: Policy>() -> LockRef<(), CasWord<P>> {
+    let r = LockRef::with_raw((), CasWord::<P>::with_count(0).unwrap());
     r.lock().mark_dead();
     r
 }
 
-pub(crate) fn saturated<P: Policy>() -> LockRef<(), P> {
-    LockRef::<(), P>::with_policy_and_count((), SATURATED).unwrap()
+pub(crate) fn saturated<P: Policy>() -> LockRef<(), CasWord<P>> {
+    LockRef::with_raw((), CasWord::<P>::with_count(SATURATED).unwrap())
 }
 
 /// Runs `f` for every policy, and for one that always falls back.
@@ -55,33 +59,12 @@ macro_rules! for_each_policy {
 
 pub(crate) use for_each_policy;
 
-/// The words `CountedRef` runs on, as the tests build and read them.
-pub(crate) trait TestWord<D>: LockRefWord<Data = D> + Send + Sync + Sized {
-    /// The count a saturated word reads.
-    const SATURATED_COUNT: u32;
-    /// Unlocked with `count` references (`SATURATED_COUNT`: saturated).
-    fn with_count(data: D, count: u32) -> Self;
-    /// The count now; `None` if dead.
-    fn live_count(&self) -> Option<u32>;
-}
+/// The words the generic tests run on (a bound, not an adapter: every
+/// shareable word is one).
+pub(crate) trait AnyWord: RawLockRef + Send + Sync + 'static {}
+impl<W: RawLockRef + Send + Sync + 'static> AnyWord for W {}
 
-impl<D: Send> TestWord<D> for LockRef<D> {
-    const SATURATED_COUNT: u32 = SATURATED as u32;
-    fn with_count(data: D, count: u32) -> Self {
-        LockRef::with_count(data, count.try_into().unwrap()).unwrap()
-    }
-    fn live_count(&self) -> Option<u32> {
-        u32::try_from(self.count()).ok()
-    }
-}
-
-#[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
-impl<D: Send> TestWord<D> for crate::experimental::AddLockRef<D> {
-    const SATURATED_COUNT: u32 = crate::experimental::SATURATED;
-    fn with_count(data: D, count: u32) -> Self {
-        Self::with_count(data, count).unwrap()
-    }
-    fn live_count(&self) -> Option<u32> {
-        self.count()
-    }
+/// A lockref on the word `W` holding `count` references.
+pub(crate) fn lockref_at<W: RawLockRef, D>(data: D, count: u32) -> LockRef<D, W> {
+    LockRef::with_raw(data, W::with_count(count).expect("a live count"))
 }

@@ -2,16 +2,16 @@
 
 use super::*;
 use crate::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
-use crate::{CountError, LockRef, PutError, PutOrLock, DEAD, LOCKLESS, SATURATED};
+use crate::{CasWord, CountError, LockRef, PutError, PutOrLock, LOCKLESS, SATURATED};
 
 #[test]
 fn construct() {
-    assert_eq!(LockRef::<()>::new(()).count(), 1);
-    assert_eq!(LockRef::<()>::with_count((), 0).unwrap().count(), 0);
+    assert_eq!(LockRef::<()>::new(()).count(), Some(1));
+    assert_eq!(LockRef::<()>::with_count((), 0).unwrap().count(), Some(0));
     let r = LockRef::<()>::with_count((), SATURATED).unwrap();
-    assert_eq!(r.count(), SATURATED);
+    assert_eq!(r.count(), Some(SATURATED));
     assert_eq!(
-        LockRef::<()>::with_count((), -1).err(),
+        LockRef::<()>::with_count((), SATURATED + 1).err(),
         Some(CountError::OutOfRange)
     );
     assert_eq!(LockRef::<u8>::default().into_inner(), 0);
@@ -20,20 +20,20 @@ fn construct() {
 #[test]
 fn get_live_zero_saturated() {
     fn check<P: Policy>() {
-        let r = LockRef::<(), P>::with_policy(());
+        let r = LockRef::with_raw((), CasWord::<P>::new());
         r.get();
         r.get();
-        assert_eq!(r.count(), 3);
-        let zero = LockRef::<(), P>::with_policy_and_count((), 0).unwrap();
+        assert_eq!(r.count(), Some(3));
+        let zero = LockRef::with_raw((), CasWord::<P>::with_count(0).unwrap());
         zero.get();
-        assert_eq!(zero.count(), 1);
+        assert_eq!(zero.count(), Some(1));
         let s = saturated::<P>();
         s.get();
-        assert_eq!(s.count(), SATURATED);
-        let near = LockRef::<(), P>::with_policy_and_count((), SATURATED - 1).unwrap();
+        assert_eq!(s.count(), Some(SATURATED));
+        let near = LockRef::with_raw((), CasWord::<P>::with_count(SATURATED - 1).unwrap());
         near.get();
         near.get();
-        assert_eq!(near.count(), SATURATED);
+        assert_eq!(near.count(), Some(SATURATED));
     }
     for_each_policy!(check);
 }
@@ -53,18 +53,18 @@ fn get_dead_panics_locked_path() {
 #[test]
 fn get_not_zero_states() {
     fn check<P: Policy>() {
-        let zero = LockRef::<(), P>::with_policy_and_count((), 0).unwrap();
+        let zero = LockRef::with_raw((), CasWord::<P>::with_count(0).unwrap());
         assert!(!zero.get_not_zero());
-        assert_eq!(zero.count(), 0);
-        let r = LockRef::<(), P>::with_policy(());
+        assert_eq!(zero.count(), Some(0));
+        let r = LockRef::with_raw((), CasWord::<P>::new());
         assert!(r.get_not_zero());
-        assert_eq!(r.count(), 2);
+        assert_eq!(r.count(), Some(2));
         let d = dead::<P>();
         assert!(!d.get_not_zero());
-        assert_eq!(d.count(), DEAD);
+        assert_eq!(d.count(), None);
         let s = saturated::<P>();
         assert!(s.get_not_zero());
-        assert_eq!(s.count(), SATURATED);
+        assert_eq!(s.count(), Some(SATURATED));
     }
     for_each_policy!(check);
 }
@@ -72,15 +72,15 @@ fn get_not_zero_states() {
 #[test]
 fn get_not_dead_states() {
     fn check<P: Policy>() {
-        let zero = LockRef::<(), P>::with_policy_and_count((), 0).unwrap();
+        let zero = LockRef::with_raw((), CasWord::<P>::with_count(0).unwrap());
         assert!(zero.get_not_dead());
-        assert_eq!(zero.count(), 1);
+        assert_eq!(zero.count(), Some(1));
         let d = dead::<P>();
         assert!(!d.get_not_dead());
-        assert_eq!(d.count(), DEAD);
+        assert_eq!(d.count(), None);
         let s = saturated::<P>();
         assert!(s.get_not_dead());
-        assert_eq!(s.count(), SATURATED);
+        assert_eq!(s.count(), Some(SATURATED));
     }
     for_each_policy!(check);
 }
@@ -90,28 +90,28 @@ fn put_return_states() {
     let r = LockRef::<()>::with_count((), 2).unwrap();
     if !LOCKLESS {
         assert_eq!(r.put_return(), Err(PutError::Unsupported));
-        assert_eq!(r.count(), 2);
+        assert_eq!(r.count(), Some(2));
         return;
     }
     assert_eq!(r.put_return(), Ok(1));
     assert_eq!(r.put_return(), Ok(0));
     assert_eq!(r.put_return(), Err(PutError::NotPositive));
-    assert_eq!(r.count(), 0);
+    assert_eq!(r.count(), Some(0));
     let d = dead::<KernelRetry>();
     assert_eq!(d.put_return(), Err(PutError::NotPositive));
-    assert_eq!(d.count(), DEAD);
+    assert_eq!(d.count(), None);
     let s = saturated::<KernelRetry>();
-    assert_eq!(s.put_return(), Ok(SATURATED as u32));
-    assert_eq!(s.count(), SATURATED);
+    assert_eq!(s.put_return(), Ok(SATURATED));
+    assert_eq!(s.count(), Some(SATURATED));
     let locked = LockRef::<()>::new(());
     let g = locked.lock();
     assert_eq!(locked.put_return(), Err(PutError::Locked));
     drop(g);
-    assert_eq!(locked.count(), 1);
+    assert_eq!(locked.count(), Some(1));
     // A policy with no attempts cannot drop lock-free: it reports why.
-    let n = LockRef::<(), NoAttempts>::with_policy(());
+    let n = LockRef::with_raw((), CasWord::<NoAttempts>::new());
     assert_eq!(n.put_return(), Err(PutError::Contended));
-    assert_eq!(n.count(), 1);
+    assert_eq!(n.count(), Some(1));
 }
 
 #[test]
@@ -120,7 +120,7 @@ fn put_return_locked_waiting_policy_gives_up() {
         return;
     }
     // WaitUnlock waits on a held lock, but only within its budget.
-    let r = LockRef::<(), WaitUnlock>::with_policy(());
+    let r = LockRef::with_raw((), CasWord::<WaitUnlock>::new());
     let g = r.lock();
     assert_eq!(r.put_return(), Err(PutError::Contended));
     drop(g);
@@ -130,14 +130,14 @@ fn put_return_locked_waiting_policy_gives_up() {
 #[test]
 fn put_or_lock_states() {
     fn check<P: Policy>() {
-        let r = LockRef::<(), P>::with_policy_and_count((), 3).unwrap();
+        let r = LockRef::with_raw((), CasWord::<P>::with_count(3).unwrap());
         assert!(matches!(r.put_or_lock(), PutOrLock::Put));
-        assert_eq!(r.count(), 2);
+        assert_eq!(r.count(), Some(2));
         assert!(matches!(r.put_or_lock(), PutOrLock::Put));
         for count in [1, 0] {
-            let r = LockRef::<(), P>::with_policy_and_count((), count).unwrap();
+            let r = LockRef::with_raw((), CasWord::<P>::with_count(count).unwrap());
             match r.put_or_lock() {
-                PutOrLock::Locked(g) => assert_eq!(g.count(), count),
+                PutOrLock::Locked(g) => assert_eq!(g.count(), Some(count)),
                 PutOrLock::Put => panic!("put the last reference at {count}"),
             }
             // The guard was dropped: the lock is free again.
@@ -147,7 +147,7 @@ fn put_or_lock_states() {
         assert!(matches!(d.put_or_lock(), PutOrLock::Locked(g) if g.is_dead()));
         let s = saturated::<P>();
         assert!(matches!(s.put_or_lock(), PutOrLock::Put));
-        assert_eq!(s.count(), SATURATED);
+        assert_eq!(s.count(), Some(SATURATED));
     }
     for_each_policy!(check);
 }
@@ -159,19 +159,19 @@ fn guard_count_ops_and_errors_leave_count() {
     assert_eq!(*g, 5);
     *g += 1;
     assert_eq!(g.decrement(), Err(CountError::Underflow));
-    assert_eq!(g.count(), 0);
+    assert_eq!(g.count(), Some(0));
     assert_eq!(g.increment(), Ok(1));
-    assert_eq!(g.set_count(-3), Err(CountError::OutOfRange));
-    assert_eq!(g.count(), 1);
+    assert_eq!(g.set_count(SATURATED + 1), Err(CountError::OutOfRange));
+    assert_eq!(g.count(), Some(1));
     g.set_count(10).unwrap();
     assert_eq!(g.decrement(), Ok(9));
     g.mark_dead();
     assert!(g.is_dead());
-    assert_eq!(g.count(), DEAD);
+    assert_eq!(g.count(), None);
     assert_eq!(g.increment(), Err(CountError::Dead));
     assert_eq!(g.decrement(), Err(CountError::Dead));
     assert_eq!(g.set_count(1), Err(CountError::Dead));
-    assert_eq!(g.count(), DEAD);
+    assert_eq!(g.count(), None);
     drop(g);
     assert!(r.is_dead());
     assert_eq!(r.into_inner(), 6);
@@ -184,5 +184,5 @@ fn guard_saturated_count_never_moves() {
     assert_eq!(g.increment(), Ok(SATURATED));
     assert_eq!(g.decrement(), Ok(SATURATED));
     g.set_count(3).unwrap();
-    assert_eq!(g.count(), SATURATED);
+    assert_eq!(g.count(), Some(SATURATED));
 }

@@ -15,9 +15,11 @@ use std::thread;
 use std::vec::Vec;
 
 use crate::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
-use crate::{CountedRef, Fate, LockRef, LockRefWord, PutError, PutOrLock, RefCounted};
+use crate::{
+    CasWord, CountedRef, Fate, LockRef, LockRefGuard, PutError, PutOrLock, RawLockRef, RefCounted,
+};
 
-use super::NoAttempts;
+use super::{lockref_at, AnyWord, NoAttempts};
 
 /// Threads putting at once.
 const PUTTERS: usize = if cfg!(miri) { 3 } else { 4 };
@@ -80,7 +82,7 @@ fn race_to_free<O: Sync + 'static>(
 /// # Safety
 ///
 /// The caller owns `n` references on the live object at `w`.
-unsafe fn put_or_lock_n<W: LockRefWord>(w: NonNull<W>, n: u32) -> bool {
+unsafe fn put_or_lock_n<D, W: RawLockRef>(w: NonNull<LockRef<D, W>>, n: u32) -> bool {
     // SAFETY: the caller's references keep it alive until the put.
     let w = unsafe { w.as_ref() };
     let guard = if n == 1 {
@@ -88,11 +90,11 @@ unsafe fn put_or_lock_n<W: LockRefWord>(w: NonNull<W>, n: u32) -> bool {
     } else {
         w.put_many_or_lock(n)
     };
-    // `None`: given up without the lock; the object is no longer ours.
-    let Some(mut guard) = guard else {
+    // `Put`: given up without the lock; the object is no longer ours.
+    let PutOrLock::Locked(mut guard) = guard else {
         return false;
     };
-    let left = W::decrement_by(&mut guard, n).expect("the references were counted");
+    let left = guard.decrement_by(n).expect("the references were counted");
     drop(guard);
     left == 0
 }
@@ -104,7 +106,7 @@ unsafe fn put_or_lock_n<W: LockRefWord>(w: NonNull<W>, n: u32) -> bool {
 /// # Safety
 ///
 /// The caller owns a reference on the live object at `w`.
-unsafe fn put_return_or_lock<W: LockRefWord>(w: NonNull<W>) -> bool {
+unsafe fn put_return_or_lock<D, W: RawLockRef>(w: NonNull<LockRef<D, W>>) -> bool {
     // SAFETY: the caller's reference keeps it alive until the put.
     match unsafe { w.as_ref().put_owned() } {
         Ok(left) => left == 0,
@@ -114,7 +116,7 @@ unsafe fn put_return_or_lock<W: LockRefWord>(w: NonNull<W>) -> bool {
 }
 
 fn lockref_puts_free_on_zero<P: Policy + 'static>() {
-    let make = |count: u32| LockRef::<u64, P>::with_policy_and_count(7, count as i32).unwrap();
+    let make = |count: u32| lockref_at::<CasWord<P>, _>(7, count);
     // `race_to_free` hands each thread `per` references it owns: the
     // safety contract of each put below.
     // SAFETY: see above.
@@ -152,11 +154,15 @@ fn lockref_put_return_put_or_lock_and_put_many_or_lock_free_on_zero() {
     lockref_puts_free_on_zero::<NoAttempts>();
 }
 
-#[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
+#[cfg(all(
+    feature = "unstable-add-word",
+    target_has_atomic = "64",
+    not(lockref_lock_only)
+))]
 #[test]
 fn add_word_puts_free_on_zero() {
-    use crate::experimental::AddLockRef;
-    let make = |count: u32| AddLockRef::with_count(7u64, count).unwrap();
+    use crate::experimental::AddWord;
+    let make = |count: u32| lockref_at::<AddWord, _>(7u64, count);
     // SAFETY: each thread owns `per` references (as above).
     race_to_free(make, 1, |w, _| unsafe { put_return_or_lock(w) });
     // SAFETY: as above.
@@ -172,21 +178,22 @@ static GRACE_LOCK: RwLock<()> = RwLock::new(());
 /// An object freed by `release` as soon as it is killed, with a field
 /// beside the lockref that a late touch would read. With `GRACE`, its puts
 /// are lockless to zero (`put_owned`) inside a read-side section.
-struct Boxed<W, const GRACE: bool> {
-    lockref: W,
+struct Boxed<W: AnyWord, const GRACE: bool> {
+    lockref: LockRef<(), W>,
     payload: u64,
 }
 
 // SAFETY: made only by `boxed` (a `Box`), counted only by `CountedRef`,
 // freed once by `release`, after every grace section entered before its
 // death (the write lock waits for them); never kept at zero.
-unsafe impl<W: LockRefWord<Data = ()>, const GRACE: bool> RefCounted for Boxed<W, GRACE> {
+unsafe impl<W: AnyWord, const GRACE: bool> RefCounted for Boxed<W, GRACE> {
+    type Data = ();
     type Word = W;
     type Grace = RwLockReadGuard<'static, ()>;
-    fn lockref(&self) -> &W {
+    fn lockref(&self) -> &LockRef<(), W> {
         &self.lockref
     }
-    fn last_put(&self, _: &mut W::Guard<'_>) -> Fate {
+    fn last_put(&self, _: &mut LockRefGuard<'_, (), W>) -> Fate {
         Fate::Kill
     }
     unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
@@ -201,22 +208,19 @@ unsafe impl<W: LockRefWord<Data = ()>, const GRACE: bool> RefCounted for Boxed<W
     }
 }
 
-/// A `Boxed` around `word`, handed out raw.
-fn boxed<W, const GRACE: bool>(word: W) -> NonNull<Boxed<W, GRACE>> {
+/// A `Boxed` with `count` references, handed out raw.
+fn boxed<W: AnyWord, const GRACE: bool>(count: u32) -> NonNull<Boxed<W, GRACE>> {
     NonNull::from(Box::leak(Box::new(Boxed {
-        lockref: word,
+        lockref: lockref_at((), count),
         payload: 7,
     })))
 }
 
 /// `PUTTERS` threads each drop `per` handles (or forget `per` raw
 /// references) to one object at once; the last put's `release` frees it.
-fn counted_ref_race<W, const GRACE: bool>(make: impl Fn(u32) -> W, per: u32, forget: bool)
-where
-    W: LockRefWord<Data = ()> + Send + Sync + 'static,
-{
+fn counted_ref_race<W: AnyWord, const GRACE: bool>(per: u32, forget: bool) {
     for _ in 0..ROUNDS {
-        let ptr = boxed::<W, GRACE>(make(PUTTERS as u32 * per));
+        let ptr = boxed::<W, GRACE>(PUTTERS as u32 * per);
         let threads: Vec<_> = (0..PUTTERS)
             .map(|_| {
                 let shared = Shared(ptr);
@@ -242,30 +246,24 @@ where
     }
 }
 
-fn counted_ref_puts_free_on_zero<W>(make: impl Fn(u32) -> W + Copy)
-where
-    W: LockRefWord<Data = ()> + Send + Sync + 'static,
-{
-    counted_ref_race::<W, false>(make, 1, false);
-    counted_ref_race::<W, false>(make, 2, false);
-    counted_ref_race::<W, false>(make, 1, true);
-    counted_ref_race::<W, false>(make, 3, true);
+fn counted_ref_puts_free_on_zero<W: AnyWord>() {
+    counted_ref_race::<W, false>(1, false);
+    counted_ref_race::<W, false>(2, false);
+    counted_ref_race::<W, false>(1, true);
+    counted_ref_race::<W, false>(3, true);
     // Lockless to zero under the grace section.
-    counted_ref_race::<W, true>(make, 1, false);
-    counted_ref_race::<W, true>(make, 2, false);
+    counted_ref_race::<W, true>(1, false);
+    counted_ref_race::<W, true>(2, false);
 }
 
 #[test]
 fn counted_ref_drop_and_put_many_free_on_zero() {
-    fn on<P: Policy + Send + Sync + 'static>() {
-        counted_ref_puts_free_on_zero(|count| {
-            LockRef::<(), P>::with_policy_and_count((), count as i32).unwrap()
-        });
-    }
-    on::<KernelRetry>();
-    on::<NoAttempts>();
-    #[cfg(all(target_has_atomic = "64", not(lockref_lock_only)))]
-    counted_ref_puts_free_on_zero(|count| {
-        crate::experimental::AddLockRef::with_count((), count).unwrap()
-    });
+    counted_ref_puts_free_on_zero::<CasWord<KernelRetry>>();
+    counted_ref_puts_free_on_zero::<CasWord<NoAttempts>>();
+    #[cfg(all(
+        feature = "unstable-add-word",
+        target_has_atomic = "64",
+        not(lockref_lock_only)
+    ))]
+    counted_ref_puts_free_on_zero::<crate::experimental::AddWord>();
 }

@@ -56,20 +56,20 @@ impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
     /// The entry's count now (a snapshot): handles and the peer's
     /// references.
     pub fn count(&self) -> u32 {
-        self.counted.counts.lockref.count().max(0) as u32
+        self.counted.counts.lockref.count().unwrap_or(0)
     }
 
     /// The operation counters of the entry's lockref (feature `testing`),
     /// for tests that count the atomics a path performs.
     #[cfg(feature = "testing")]
     pub fn lockref_stats(&self) -> lockref::StatsSnapshot {
-        self.counted.counts.lockref.stats()
+        self.counted.counts.lockref.raw().stats()
     }
 
     /// Sets the entry's lockref counters to zero (feature `testing`).
     #[cfg(feature = "testing")]
     pub fn reset_lockref_stats(&self) {
-        self.counted.counts.lockref.reset_stats();
+        self.counted.counts.lockref.raw().reset_stats();
     }
 }
 

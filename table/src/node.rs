@@ -6,7 +6,7 @@ use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 
 use crossbeam_epoch::{self as epoch, Shared as EpochShared};
-use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
+use lockref::{CasWord, CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 
 use crate::chain::Link;
 use crate::lru::LruLinks;
@@ -112,7 +112,8 @@ impl<K, V> Node<K, V> {
 // of the node past every epoch pin taken while it was reachable; `last_put`
 // only reads.
 unsafe impl<K: Send + Sync, V: Send + Sync> RefCounted for Node<K, V> {
-    type Word = LockRef<()>;
+    type Data = ();
+    type Word = CasWord;
     type Grace = ();
 
     fn lockref(&self) -> &LockRef<()> {

@@ -51,7 +51,8 @@ pub struct Probed {
 // SAFETY: the probes never let the count reach zero in a run (they are
 // only compiled, never executed); `release` frees nothing.
 unsafe impl RefCounted for Probed {
-    type Word = LockRef<()>;
+    type Data = ();
+    type Word = lockref::CasWord;
     type Grace = ();
 
     fn lockref(&self) -> &LockRef<()> {
@@ -82,23 +83,23 @@ pub fn probe_counted_drop(r: CountedRef<Probed>) {
     drop(r);
 }
 
-/// `AddLockRef::get`: one fetch_add.
+/// `LockRef<_, AddWord>::get`: one fetch_add.
 #[cfg(target_has_atomic = "64")]
 #[no_mangle]
 #[inline(never)]
-pub fn probe_add_get(r: &lockref::experimental::AddLockRef<()>) {
+pub fn probe_add_get(r: &LockRef<(), lockref::experimental::AddWord>) {
     r.get();
 }
 
-/// `AddLockRef::get_not_dead`: one fetch_add, the undo out of line.
+/// `LockRef<_, AddWord>::get_not_dead`: one fetch_add, the undo out of line.
 #[cfg(target_has_atomic = "64")]
 #[no_mangle]
 #[inline(never)]
-pub fn probe_add_get_not_dead(r: &lockref::experimental::AddLockRef<()>) -> bool {
+pub fn probe_add_get_not_dead(r: &LockRef<(), lockref::experimental::AddWord>) -> bool {
     r.get_not_dead()
 }
 
-/// `AddLockRef::put_return`: one fetch_sub, the undo out of line.
+/// `LockRef<_, AddWord>::put_owned`: one fetch_sub, the undo out of line.
 ///
 /// # Safety
 ///
@@ -106,11 +107,11 @@ pub fn probe_add_get_not_dead(r: &lockref::experimental::AddLockRef<()>) -> bool
 #[cfg(target_has_atomic = "64")]
 #[no_mangle]
 #[inline(never)]
-pub unsafe fn probe_add_put_return(
-    r: &lockref::experimental::AddLockRef<()>,
+pub unsafe fn probe_add_put_owned(
+    r: &LockRef<(), lockref::experimental::AddWord>,
 ) -> Result<u32, PutError> {
     // SAFETY: the caller's.
-    unsafe { r.put_return() }
+    unsafe { r.put_owned() }
 }
 
 /// An object on the fetch_add word for the `CountedRef` probes, with a
@@ -118,21 +119,22 @@ pub unsafe fn probe_add_put_return(
 /// only compiled.
 #[cfg(target_has_atomic = "64")]
 pub struct ProbedAdd {
-    lockref: lockref::experimental::AddLockRef<()>,
+    lockref: LockRef<(), lockref::experimental::AddWord>,
 }
 
 // SAFETY: as `Probed`: never executed, `release` frees nothing, so the
 // memory outlives every grace value.
 #[cfg(target_has_atomic = "64")]
 unsafe impl RefCounted for ProbedAdd {
-    type Word = lockref::experimental::AddLockRef<()>;
+    type Data = ();
+    type Word = lockref::experimental::AddWord;
     type Grace = ();
 
-    fn lockref(&self) -> &lockref::experimental::AddLockRef<()> {
+    fn lockref(&self) -> &LockRef<(), lockref::experimental::AddWord> {
         &self.lockref
     }
 
-    fn last_put(&self, _: &mut lockref::experimental::AddLockRefGuard<'_, ()>) -> Fate {
+    fn last_put(&self, _: &mut LockRefGuard<'_, (), lockref::experimental::AddWord>) -> Fate {
         Fate::Kill
     }
 
@@ -154,7 +156,7 @@ pub fn probe_add_counted_clone(r: &CountedRef<ProbedAdd>) -> CountedRef<ProbedAd
 }
 
 /// `CountedRef::drop` on the fetch_add word with a grace section: one
-/// fetch_sub (`put_return`), the put to zero out of line.
+/// fetch_sub (`put_owned`), the put to zero out of line.
 #[cfg(target_has_atomic = "64")]
 #[no_mangle]
 #[inline(never)]
