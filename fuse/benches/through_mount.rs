@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lockref_fuse::{CountedTable, InodeTable, LockedTable, MountConfig, Passthrough};
+use lockref_fuse::{InodeTable, LockrefTable, MountConfig, Passthrough, VirtiofsdTable};
 
 const RUN: Duration = Duration::from_millis(700);
 const REPEATS: usize = 5;
@@ -113,8 +113,8 @@ fn main() {
     let server_threads = 4;
     // Both mounted at once and measured alternately, so that drift
     // (frequency, other load) hits both alike.
-    let base = mount::<LockedTable>(server_threads);
-    let ours = mount::<CountedTable>(server_threads);
+    let base = mount::<VirtiofsdTable>(server_threads);
+    let ours = mount::<LockrefTable>(server_threads);
     let mut results = Vec::new();
     for w in [Workload::Stat, Workload::OpenClose] {
         for &n in &threads {

@@ -13,16 +13,20 @@
 //! put is one lockless atomic but that last one, which takes the inode's
 //! lock and then the table's bucket locks to remove it.
 //!
-//! The same binary runs the baseline, [`LockedTable`], which counts as
+//! The same binary runs the baseline, [`VirtiofsdTable`], which counts as
 //! virtiofsd's passthrough store does (an atomic count per inode, the
 //! store's lock taken exclusively on every `FORGET`), so both are measured
 //! side by side.
 //!
+//! The server (everything but the two tables and the request mix) and its
+//! dependencies (fuser, nix, libc, clap) are the default feature `server`;
+//! the harness builds the crate without it.
+//!
 //! | piece | file |
 //! |---|---|
 //! | the table interface, [`Key`], [`ForgetError`] | `table.rs` |
-//! | [`CountedTable`] (lockref) | `counted_table.rs` |
-//! | [`LockedTable`] (virtiofsd-style) | `locked_table.rs` |
+//! | [`LockrefTable`] (lockref) | `lockref_inodes.rs` |
+//! | [`VirtiofsdTable`] (virtiofsd-style) | `virtiofsd_inodes.rs` |
 //! | the FUSE operations on the host, [`Passthrough`] | `fs.rs` |
 //! | the fuser `Filesystem` that replies, [`Server`] | `server.rs` |
 //! | open file and directory handles | `handles.rs` |
@@ -31,23 +35,32 @@
 //! | names, attributes, `/proc/self/fd` | `host.rs` |
 //! | [`RequestMix`]: the tables' share of requests, for measurements | `workload.rs` |
 
-mod counted_table;
+#[cfg(feature = "server")]
 mod creds;
 #[cfg(feature = "testing")]
 mod fault;
+#[cfg(feature = "server")]
 mod fs;
+#[cfg(feature = "server")]
 mod handles;
+#[cfg(feature = "server")]
 pub mod host;
-mod locked_table;
+mod lockref_inodes;
+#[cfg(feature = "server")]
 pub mod mount;
+#[cfg(feature = "server")]
 mod server;
 mod table;
+mod virtiofsd_inodes;
 mod workload;
 
-pub use crate::counted_table::{CountedInode, CountedTable};
+#[cfg(feature = "server")]
 pub use crate::fs::{Passthrough, DEFAULT_TTL};
-pub use crate::locked_table::{LockedInode, LockedTable};
+pub use crate::lockref_inodes::{LockrefInode, LockrefTable};
+#[cfg(feature = "server")]
 pub use crate::mount::MountConfig;
+#[cfg(feature = "server")]
 pub use crate::server::Server;
 pub use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
+pub use crate::virtiofsd_inodes::{VirtiofsdInode, VirtiofsdTable};
 pub use crate::workload::RequestMix;

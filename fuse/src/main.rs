@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, ValueEnum};
-use lockref_fuse::{CountedTable, InodeTable, LockedTable, MountConfig, Passthrough};
+use lockref_fuse::{InodeTable, LockrefTable, MountConfig, Passthrough, VirtiofsdTable};
 
 /// Which inode table counts the inodes.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -58,8 +58,8 @@ fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
 fn main() {
     let args = Args::parse();
     let result = match args.table {
-        Table::Lockref => serve::<CountedTable>(&args),
-        Table::Virtiofsd => serve::<LockedTable>(&args),
+        Table::Lockref => serve::<LockrefTable>(&args),
+        Table::Virtiofsd => serve::<VirtiofsdTable>(&args),
     };
     if let Err(e) = result {
         eprintln!("lockref-fuse: {e}");

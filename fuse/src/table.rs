@@ -1,7 +1,7 @@
 //! What the filesystem needs of an inode table, implemented twice: on
 //! lockref's [`CountedRef`](lockref::CountedRef)
-//! ([`CountedTable`](crate::CountedTable)) and as virtiofsd counts
-//! ([`LockedTable`](crate::LockedTable)), so one binary measures both.
+//! ([`LockrefTable`](crate::LockrefTable)) and as virtiofsd counts
+//! ([`VirtiofsdTable`](crate::VirtiofsdTable)), so one binary measures both.
 
 use std::fmt;
 use std::ops::Deref;

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::sync::Mutex;
 
-use lockref_fuse::{CountedTable, InodeTable, LockedTable};
+use lockref_fuse::{InodeTable, LockrefTable, VirtiofsdTable};
 
 mod common;
 use common::*;
@@ -121,13 +121,13 @@ fn real_programs<T: InodeTable>() {
 #[test]
 fn real_programs_through_the_lockref_table() {
     require_mount!();
-    real_programs::<CountedTable>();
+    real_programs::<LockrefTable>();
 }
 
 #[test]
 fn real_programs_through_the_virtiofsd_table() {
     require_mount!();
-    real_programs::<LockedTable>();
+    real_programs::<VirtiofsdTable>();
 }
 
 fn std_fs_operations<T: InodeTable>() {
@@ -257,13 +257,13 @@ fn std_fs_operations<T: InodeTable>() {
 #[test]
 fn std_fs_operations_through_the_lockref_table() {
     require_mount!();
-    std_fs_operations::<CountedTable>();
+    std_fs_operations::<LockrefTable>();
 }
 
 #[test]
 fn std_fs_operations_through_the_virtiofsd_table() {
     require_mount!();
-    std_fs_operations::<LockedTable>();
+    std_fs_operations::<VirtiofsdTable>();
 }
 
 fn many_threads<T: InodeTable>() {
@@ -297,13 +297,13 @@ fn many_threads<T: InodeTable>() {
 #[test]
 fn many_threads_through_the_lockref_table() {
     require_mount!();
-    many_threads::<CountedTable>();
+    many_threads::<LockrefTable>();
 }
 
 #[test]
 fn many_threads_through_the_virtiofsd_table() {
     require_mount!();
-    many_threads::<LockedTable>();
+    many_threads::<VirtiofsdTable>();
 }
 
 fn caller_credentials<T: InodeTable>() {
@@ -342,13 +342,13 @@ fn caller_credentials<T: InodeTable>() {
 #[test]
 fn caller_credentials_through_the_lockref_table() {
     require_mount!();
-    caller_credentials::<CountedTable>();
+    caller_credentials::<LockrefTable>();
 }
 
 #[test]
 fn caller_credentials_through_the_virtiofsd_table() {
     require_mount!();
-    caller_credentials::<LockedTable>();
+    caller_credentials::<VirtiofsdTable>();
 }
 
 /// A `READDIRPLUS` that fails part-way (a lookup error injected in the
@@ -382,11 +382,11 @@ fn a_listing_broken_part_way_gives_back_every_lookup<T: InodeTable>() {
 #[test]
 fn a_listing_broken_part_way_gives_back_every_lookup_lockref() {
     require_mount!();
-    a_listing_broken_part_way_gives_back_every_lookup::<CountedTable>();
+    a_listing_broken_part_way_gives_back_every_lookup::<LockrefTable>();
 }
 
 #[test]
 fn a_listing_broken_part_way_gives_back_every_lookup_virtiofsd() {
     require_mount!();
-    a_listing_broken_part_way_gives_back_every_lookup::<LockedTable>();
+    a_listing_broken_part_way_gives_back_every_lookup::<VirtiofsdTable>();
 }

@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use lockref_fuse::{CountedTable, InodeTable, LockedTable};
+use lockref_fuse::{InodeTable, LockrefTable, VirtiofsdTable};
 
 mod common;
 use common::*;
@@ -111,13 +111,13 @@ fn setid_bits_are_cleared_by_non_owners<T: InodeTable>() {
 #[test]
 fn setid_bits_are_cleared_by_non_owners_lockref() {
     require_mount!();
-    setid_bits_are_cleared_by_non_owners::<CountedTable>();
+    setid_bits_are_cleared_by_non_owners::<LockrefTable>();
 }
 
 #[test]
 fn setid_bits_are_cleared_by_non_owners_virtiofsd() {
     require_mount!();
-    setid_bits_are_cleared_by_non_owners::<LockedTable>();
+    setid_bits_are_cleared_by_non_owners::<VirtiofsdTable>();
 }
 
 /// open(2) of a directory needs read permission only: a directory the
@@ -140,13 +140,13 @@ fn a_readable_unsearchable_directory_opens<T: InodeTable>() {
 #[test]
 fn a_readable_unsearchable_directory_opens_lockref() {
     require_mount!();
-    a_readable_unsearchable_directory_opens::<CountedTable>();
+    a_readable_unsearchable_directory_opens::<LockrefTable>();
 }
 
 #[test]
 fn a_readable_unsearchable_directory_opens_virtiofsd() {
     require_mount!();
-    a_readable_unsearchable_directory_opens::<LockedTable>();
+    a_readable_unsearchable_directory_opens::<VirtiofsdTable>();
 }
 
 /// `chown(f, -1, -1)` updates the ctime, as ext4 does. (Before, the
@@ -166,13 +166,13 @@ fn chown_to_nobody_changes_the_ctime<T: InodeTable>() {
 #[test]
 fn chown_to_nobody_changes_the_ctime_lockref() {
     require_mount!();
-    chown_to_nobody_changes_the_ctime::<CountedTable>();
+    chown_to_nobody_changes_the_ctime::<LockrefTable>();
 }
 
 #[test]
 fn chown_to_nobody_changes_the_ctime_virtiofsd() {
     require_mount!();
-    chown_to_nobody_changes_the_ctime::<LockedTable>();
+    chown_to_nobody_changes_the_ctime::<VirtiofsdTable>();
 }
 
 /// A sticky directory protects others' files; a rename over an empty
@@ -206,13 +206,13 @@ fn sticky_dirs_renames_over_dirs_and_link_counts<T: InodeTable>() {
 #[test]
 fn sticky_dirs_renames_over_dirs_and_link_counts_lockref() {
     require_mount!();
-    sticky_dirs_renames_over_dirs_and_link_counts::<CountedTable>();
+    sticky_dirs_renames_over_dirs_and_link_counts::<LockrefTable>();
 }
 
 #[test]
 fn sticky_dirs_renames_over_dirs_and_link_counts_virtiofsd() {
     require_mount!();
-    sticky_dirs_renames_over_dirs_and_link_counts::<LockedTable>();
+    sticky_dirs_renames_over_dirs_and_link_counts::<VirtiofsdTable>();
 }
 
 /// Times before 1970 are stored exactly, nanoseconds included, as on the
@@ -236,11 +236,11 @@ fn times_before_1970_are_exact<T: InodeTable>() {
 #[test]
 fn times_before_1970_are_exact_lockref() {
     require_mount!();
-    times_before_1970_are_exact::<CountedTable>();
+    times_before_1970_are_exact::<LockrefTable>();
 }
 
 #[test]
 fn times_before_1970_are_exact_virtiofsd() {
     require_mount!();
-    times_before_1970_are_exact::<LockedTable>();
+    times_before_1970_are_exact::<VirtiofsdTable>();
 }

@@ -4,7 +4,7 @@
 
 use std::os::fd::OwnedFd;
 
-use lockref_fuse::{CountedTable, ForgetError, InodeTable, Key, LockedTable, ROOT_ID};
+use lockref_fuse::{ForgetError, InodeTable, Key, LockrefTable, VirtiofsdTable, ROOT_ID};
 
 fn fd() -> OwnedFd {
     std::fs::File::open("/").unwrap().into()
@@ -43,12 +43,12 @@ fn lookups_and_forgets<T: InodeTable>() {
 
 #[test]
 fn lookups_and_forgets_lockref() {
-    lookups_and_forgets::<CountedTable>();
+    lookups_and_forgets::<LockrefTable>();
 }
 
 #[test]
 fn lookups_and_forgets_virtiofsd() {
-    lookups_and_forgets::<LockedTable>();
+    lookups_and_forgets::<VirtiofsdTable>();
 }
 
 /// A FORGET of an unknown node id or of more than the kernel holds is
@@ -87,19 +87,19 @@ fn lying_kernel_is_refused<T: InodeTable>() {
 
 #[test]
 fn lying_kernel_is_refused_lockref() {
-    lying_kernel_is_refused::<CountedTable>();
+    lying_kernel_is_refused::<LockrefTable>();
 }
 
 #[test]
 fn lying_kernel_is_refused_virtiofsd() {
-    lying_kernel_is_refused::<LockedTable>();
+    lying_kernel_is_refused::<VirtiofsdTable>();
 }
 
 /// The lockref table keeps an inode while a handle (a reference) holds it,
 /// even after the kernel forgot it; it leaves with the last reference.
 #[test]
 fn a_handle_keeps_its_inode_in_the_lockref_table() {
-    let t = table::<CountedTable>();
+    let t = table::<LockrefTable>();
     let a = t.lookup(key(10), fd);
     let handle = t.get(a).unwrap();
     t.forget(a, 1).unwrap();
@@ -138,12 +138,12 @@ fn concurrent_lookups_and_forgets<T: InodeTable>() {
 
 #[test]
 fn concurrent_lookups_and_forgets_lockref() {
-    concurrent_lookups_and_forgets::<CountedTable>();
+    concurrent_lookups_and_forgets::<LockrefTable>();
 }
 
 #[test]
 fn concurrent_lookups_and_forgets_virtiofsd() {
-    concurrent_lookups_and_forgets::<LockedTable>();
+    concurrent_lookups_and_forgets::<VirtiofsdTable>();
 }
 
 #[test]
@@ -180,12 +180,12 @@ fn request_mix_is_balanced<T: InodeTable>() {
 
 #[test]
 fn request_mix_is_balanced_lockref() {
-    request_mix_is_balanced::<CountedTable>();
+    request_mix_is_balanced::<LockrefTable>();
 }
 
 #[test]
 fn request_mix_is_balanced_virtiofsd() {
-    request_mix_is_balanced::<LockedTable>();
+    request_mix_is_balanced::<VirtiofsdTable>();
 }
 
 /// A handle must never outlive what it points into (the outside audit:
@@ -206,10 +206,10 @@ fn a_handle_outlives_its_table<T: InodeTable>() {
 
 #[test]
 fn a_handle_outlives_its_table_lockref() {
-    a_handle_outlives_its_table::<CountedTable>();
+    a_handle_outlives_its_table::<LockrefTable>();
 }
 
 #[test]
 fn a_handle_outlives_its_table_virtiofsd() {
-    a_handle_outlives_its_table::<LockedTable>();
+    a_handle_outlives_its_table::<VirtiofsdTable>();
 }

@@ -4,7 +4,7 @@
 use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
 use lockref::CasWord;
 use lockref_dcache::{Config, Dcache, Errno, OpenFlags, Variants};
-use lockref_fuse::{CountedTable, LockedTable, RequestMix};
+use lockref_fuse::{LockrefTable, RequestMix, VirtiofsdTable};
 use lockref_measure::layout::{DentryLayout, LookupLine, OwnLine};
 use lockref_measure::{AddWordGetPut, Floor, GetPut, LockRefGetPut};
 
@@ -177,8 +177,8 @@ impl Testcase {
                 3 => State::ExpBackoff(LockRefGetPut::new()),
                 _ => State::AddWord(AddWordGetPut::new()),
             },
-            Testcase::Inodes if seed_after => State::CountedInodes(RequestMix::new()),
-            Testcase::Inodes => State::LockedInodes(RequestMix::new()),
+            Testcase::Inodes if seed_after => State::LockrefInodes(RequestMix::new()),
+            Testcase::Inodes => State::VirtiofsdInodes(RequestMix::new()),
         }
     }
 
@@ -264,8 +264,8 @@ impl Worker<'_> {
             (Testcase::Lockref, State::WaitUnlock(r)) => r.get_put(),
             (Testcase::Lockref, State::ExpBackoff(r)) => r.get_put(),
             (Testcase::Lockref, State::AddWord(r)) => r.get_put(),
-            (Testcase::Inodes, State::LockedInodes(m)) => m.run_once(),
-            (Testcase::Inodes, State::CountedInodes(m)) => m.run_once(),
+            (Testcase::Inodes, State::VirtiofsdInodes(m)) => m.run_once(),
+            (Testcase::Inodes, State::LockrefInodes(m)) => m.run_once(),
             _ => return Err(Errno::Inval),
         }
         Ok(())
@@ -306,9 +306,9 @@ pub enum State {
     /// The experimental fetch_add word.
     AddWord(AddWordGetPut),
     /// The virtiofsd-style FUSE inode table.
-    LockedInodes(RequestMix<LockedTable>),
+    VirtiofsdInodes(RequestMix<VirtiofsdTable>),
     /// The lockref FUSE inode table.
-    CountedInodes(RequestMix<CountedTable>),
+    LockrefInodes(RequestMix<LockrefTable>),
 }
 
 impl State {

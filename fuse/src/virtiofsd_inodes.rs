@@ -1,4 +1,4 @@
-//! [`LockedTable`]: the baseline, counting as virtiofsd's passthrough
+//! [`VirtiofsdTable`]: the baseline, counting as virtiofsd's passthrough
 //! inode store does. Each inode is an `Arc` with an atomic count of the
 //! kernel's lookups; requests and handles hold `Arc` clones. A lookup
 //! takes the store's lock shared and counts the kernel's lookup under it
@@ -14,14 +14,14 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 
 /// An inode of the locked table.
-pub struct LockedInode {
+pub struct VirtiofsdInode {
     data: InodeData,
     /// The kernel's lookups (virtiofsd's `refcount`), changed under the
     /// store's lock (shared for a lookup, exclusive for a forget).
     kernel_lookups: AtomicU64,
 }
 
-impl std::ops::Deref for LockedInode {
+impl std::ops::Deref for VirtiofsdInode {
     type Target = InodeData;
     fn deref(&self) -> &InodeData {
         &self.data
@@ -30,20 +30,20 @@ impl std::ops::Deref for LockedInode {
 
 #[derive(Default)]
 struct Store {
-    by_id: HashMap<u64, Arc<LockedInode>>,
-    by_key: HashMap<Key, Arc<LockedInode>>,
+    by_id: HashMap<u64, Arc<VirtiofsdInode>>,
+    by_key: HashMap<Key, Arc<VirtiofsdInode>>,
 }
 
 /// The virtiofsd-style inode table: an `Arc` per inode and an atomic count
 /// of the kernel's lookups, counted under the store's lock held shared; every
 /// `FORGET` takes the lock exclusively, and the inode leaves the store when
 /// the kernel's count reaches zero.
-pub struct LockedTable {
+pub struct VirtiofsdTable {
     store: RwLock<Store>,
     next_id: AtomicU64,
 }
 
-impl LockedTable {
+impl VirtiofsdTable {
     fn read(&self) -> RwLockReadGuard<'_, Store> {
         self.store.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -53,7 +53,7 @@ impl LockedTable {
     }
 
     fn insert(store: &mut Store, id: u64, key: Key, fd: OwnedFd, lookups: u64) {
-        let inode = Arc::new(LockedInode {
+        let inode = Arc::new(VirtiofsdInode {
             data: InodeData { id, key, fd },
             kernel_lookups: AtomicU64::new(lookups),
         });
@@ -62,12 +62,12 @@ impl LockedTable {
     }
 }
 
-impl InodeTable for LockedTable {
-    type Ref = Arc<LockedInode>;
+impl InodeTable for VirtiofsdTable {
+    type Ref = Arc<VirtiofsdInode>;
     const NAME: &'static str = "virtiofsd";
 
     fn new(root: OwnedFd, key: Key) -> Self {
-        let table = LockedTable {
+        let table = VirtiofsdTable {
             store: RwLock::new(Store::default()),
             next_id: AtomicU64::new(ROOT_ID + 1),
         };

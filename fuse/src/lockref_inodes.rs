@@ -1,4 +1,4 @@
-//! [`CountedTable`]: the inode table on [`lockref_table::Table`], lockref's
+//! [`LockrefTable`]: the inode table on [`lockref_table::Table`], lockref's
 //! safe table of counted objects. A lookup that hits walks a bucket's
 //! chain under an epoch pin and takes its reference with one atomic on the
 //! inode (no lock, no other shared write); the kernel's lookups are the
@@ -16,11 +16,11 @@ use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 
 /// An inode of the counted table.
 #[derive(Debug)]
-pub struct CountedInode {
+pub struct LockrefInode {
     data: InodeData,
 }
 
-impl Deref for CountedInode {
+impl Deref for LockrefInode {
     type Target = InodeData;
     fn deref(&self) -> &InodeData {
         &self.data
@@ -30,14 +30,14 @@ impl Deref for CountedInode {
 /// The inode table on [`lockref_table::Table`]: lockless hits, a `FORGET`
 /// that takes no lock unless it is the last, the kernel's lookups counted
 /// and checked by the table.
-pub struct CountedTable {
-    table: Table<Key, CountedInode>,
+pub struct LockrefTable {
+    table: Table<Key, LockrefInode>,
     /// The table's own reference on the root, which never leaves.
-    _root: Handle<Key, CountedInode>,
+    _root: Handle<Key, LockrefInode>,
 }
 
-impl InodeTable for CountedTable {
-    type Ref = Handle<Key, CountedInode>;
+impl InodeTable for LockrefTable {
+    type Ref = Handle<Key, LockrefInode>;
     const NAME: &'static str = "lockref";
 
     fn new(root: OwnedFd, key: Key) -> Self {
@@ -48,16 +48,16 @@ impl InodeTable for CountedTable {
             max_unused: 0,
             first_id: ROOT_ID,
         });
-        let root = table.find_or_insert_with(key, |id| CountedInode {
+        let root = table.find_or_insert_with(key, |id| LockrefInode {
             data: InodeData { id, key, fd: root },
         });
         debug_assert_eq!(root.id(), ROOT_ID);
-        CountedTable { table, _root: root }
+        LockrefTable { table, _root: root }
     }
 
     fn lookup<F: FnOnce() -> OwnedFd>(&self, key: Key, fd: F) -> u64 {
         self.table
-            .find_or_insert_with(key, |id| CountedInode {
+            .find_or_insert_with(key, |id| LockrefInode {
                 data: InodeData { id, key, fd: fd() },
             })
             // The reference is now the kernel's, given back by `forget`.
