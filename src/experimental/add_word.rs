@@ -118,6 +118,25 @@ impl AddWord {
         false
     }
 
+    /// `put_owned` past its common case: the last reference (zero, and
+    /// the `Acquire` that lets the caller decide), or a count to undo or
+    /// pin.
+    #[cold]
+    #[inline(never)]
+    fn put_owned_cold(&self, old: u64) -> Result<u32, PutError> {
+        match decode(old) {
+            Count::Live(1) => {
+                // Acquire: the one who reaches zero sees every holder's
+                // writes (the `Arc` rule).
+                acquire_fence_after!(self.word);
+                Ok(0)
+            }
+            // Unreachable from `put_owned`'s fast path, kept exact.
+            Count::Live(n) if n > 1 => Ok(n - 1),
+            other => self.undo_put(other),
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn undo_put(&self, was: Count) -> Result<u32, PutError> {
@@ -255,16 +274,13 @@ unsafe impl RawLockRef for AddWord {
         // Release: our writes before the put, for whoever sees the count
         // reach zero. The Acquire half comes from the fence below.
         let old = self.word.fetch_sub(1, Ordering::Release);
-        match decode(old) {
-            Count::Live(n) if n > 1 => Ok(n - 1),
-            Count::Live(1) => {
-                // Acquire: the one who reaches zero sees every holder's
-                // writes (the `Arc` rule).
-                acquire_fence_after!(self.word);
-                Ok(0)
-            }
-            other => self.undo_put(other),
+        // The common case in one compare: a live count of two or more
+        // (stored `BIAS + 2 .. BIAS + SATURATED`), which leaves one or more.
+        let stored = (old & COUNT_MASK) as u32;
+        if stored.wrapping_sub(BIAS + 2) < SATURATED - 2 {
+            return Ok(stored - BIAS - 1);
         }
+        self.put_owned_cold(old)
     }
 
     /// Drops `n` references: dropped
