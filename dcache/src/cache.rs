@@ -8,6 +8,7 @@ use crossbeam_epoch::{self as epoch, Owned};
 
 use crate::config::{Config, Variants};
 use crate::dentry::{self, Dentry};
+use crate::dentry_ref::DentryRef;
 use crate::hash_table::Table;
 use crate::inode::{self, InodeKind};
 use crate::mount::Mount;
@@ -75,9 +76,9 @@ impl Dcache {
             0
         };
         let root_inode = inode::Inode::new(cache.alloc_ino(), InodeKind::Dir);
-        cache.root = cache.d_alloc(None, b"/", flags, Some(root_inode));
+        cache.root = cache.table.d_alloc(None, b"/", flags, Some(root_inode));
         let pseudo_inode = inode::Inode::new(cache.alloc_ino(), InodeKind::Dir);
-        cache.pseudo_root = cache.d_alloc(None, b"pipe:", 0, Some(pseudo_inode));
+        cache.pseudo_root = cache.table.d_alloc(None, b"pipe:", 0, Some(pseudo_inode));
         cache
     }
 
@@ -144,7 +145,53 @@ impl Dcache {
     pub fn root(&self) -> PathRef<'_> {
         PathRef::new(MountRef::new(&self.root_mnt), self.root_ref())
     }
+
+    /// A reference on the root dentry.
+    pub(crate) fn root_ref(&self) -> DentryRef<'_> {
+        // SAFETY: the cache holds a reference on the root for its lifetime.
+        unsafe { self.root.as_ref() }.lockref.get();
+        // SAFETY: the root is this cache's; the reference was just taken.
+        unsafe { DentryRef::from_raw(self.root) }
+    }
+
+    /// Reclaims up to `count` unused dentries (cached names and cached
+    /// misses at count zero), oldest first, each used one getting a second
+    /// chance (the kernel's `prune_dcache_sb`). Returns how many were
+    /// freed. Dentries in use are never touched; a directory becomes
+    /// unused once its cached children are gone, so `usize::MAX` empties
+    /// the cache of everything unused (`echo 2 > drop_caches`).
+    ///
+    /// The cache also shrinks itself, past
+    /// [`Config::max_unused`](crate::Config::max_unused) unused dentries,
+    /// when it allocates one.
+    ///
+    /// ```
+    /// let cache = lockref_dcache::Dcache::new(Default::default());
+    /// cache.mkdir("/a").unwrap();
+    /// assert!(cache.stat("/a/missing").is_err()); // a cached miss
+    /// assert_eq!(cache.unused_dentries(), 2); // "/a" and the miss
+    /// assert_eq!(cache.shrink(usize::MAX), 2);
+    /// assert_eq!(cache.live_dentries(), 2); // the two roots
+    /// assert!(cache.stat("/a").is_ok()); // looked up again
+    /// ```
+    pub fn shrink(&self, count: usize) -> usize {
+        self.table.lru.shrink(count)
+    }
+
+    /// Unused dentries on the LRU now (some may be in use again, until the
+    /// shrinker meets them).
+    ///
+    /// ```
+    /// let cache = lockref_dcache::Dcache::new(Default::default());
+    /// assert_eq!(cache.unused_dentries(), 0);
+    /// cache.mkdir("/a").unwrap();
+    /// assert_eq!(cache.unused_dentries(), 1);
+    /// ```
+    pub fn unused_dentries(&self) -> usize {
+        self.table.lru.len()
+    }
 }
+
 impl Drop for Dcache {
     fn drop(&mut self) {
         // No handle can outlive the cache (they borrow it), so every

@@ -5,20 +5,17 @@
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use std::boxed::Box;
 use std::string::String;
-use std::sync::Arc;
 
 use crossbeam_epoch::{self as epoch, Owned, Shared};
 use lockref::{CountedRef, Fate, RefCounted};
 
 use crate::cache::Dcache;
-use crate::dentry::{Dentry, Revalidation, HASHED, ON_LRU, REFERENCED, REVALIDATE, WAS_HASHED};
+use crate::dentry::{Dentry, Revalidation, HASHED, ON_LRU, REFERENCED, WAS_HASHED};
 use crate::dentry_word::{DentryGuard, DentryLockRef, DentryWord};
-use crate::inode::{Inode, InodeKind};
-use crate::name;
+use crate::inode::InodeKind;
 
-// SAFETY: dentries are only made by `Dcache::d_alloc` (a `Box`), counted
+// SAFETY: dentries are only made by `Table::d_alloc` (a `Box`), counted
 // only through `CountedRef` (the cache's own references on the roots and a
 // child's on its parent are raw references taken and given back through
 // it); `release` unhashes and frees once, after an epoch grace period if a
@@ -233,62 +230,5 @@ impl fmt::Debug for DentryRef<'_> {
             .field("count", &self.count())
             .field("kind", &self.kind())
             .finish()
-    }
-}
-
-impl Dcache {
-    /// Allocates a dentry with one reference, unhashed. `parent` gets a
-    /// reference under its lock, as `d_alloc` takes it; `None` makes the
-    /// dentry its own parent (a root, or a pseudo dentry: seed 002).
-    pub(crate) fn d_alloc(
-        &self,
-        parent: Option<NonNull<Dentry>>,
-        name: &[u8],
-        flags: u32,
-        inode: Option<Arc<Inode>>,
-    ) -> NonNull<Dentry> {
-        // SAFETY: the caller holds a reference on the parent.
-        let parent_ref = parent.map(|p| unsafe { p.as_ref() });
-        let parent_addr = parent.map_or(0, |p| p.as_ptr() as usize);
-        let mut flags = flags;
-        if parent_ref.is_some_and(|p| p.flags() & REVALIDATE != 0) {
-            flags |= REVALIDATE;
-        }
-        // A raw pointer from the start (no `&mut` to the box is ever
-        // made), as chain walkers and `defer_destroy` will use it.
-        let raw = Box::into_raw(Box::new(Dentry::new(
-            name,
-            name::hash(parent_addr, name),
-            flags,
-            inode,
-            NonNull::from(&*self.table),
-        )));
-        // SAFETY: `Box::into_raw` never returns null.
-        let ptr = unsafe { NonNull::new_unchecked(raw) };
-        let parent = match (parent, parent_ref) {
-            (Some(p), Some(p_ref)) => {
-                // `d_alloc`: the parent's lock and a reference, taken
-                // together. The caller holds a reference, so it is alive.
-                let mut guard = p_ref.lockref.lock();
-                guard.increment().expect("d_alloc: parent is dead");
-                drop(guard);
-                p
-            }
-            _ => ptr,
-        };
-        // SAFETY: the new dentry is not shared yet: we are its only user.
-        unsafe { (*raw).parent = parent };
-        self.table.live.add(1);
-        // The allocation is now owned by the returned reference; it is
-        // freed with `Owned::from_raw` or `defer_destroy`, which accept a
-        // pointer from `Box::into_raw`.
-        ptr
-    }
-    /// A reference on the root dentry.
-    pub(crate) fn root_ref(&self) -> DentryRef<'_> {
-        // SAFETY: the cache holds a reference on the root for its lifetime.
-        unsafe { self.root.as_ref() }.lockref.get();
-        // SAFETY: the root is this cache's; the reference was just taken.
-        unsafe { DentryRef::from_raw(self.root) }
     }
 }

@@ -4,17 +4,19 @@
 
 use core::ptr::NonNull;
 use std::boxed::Box;
+use std::sync::Arc;
 
 use crossbeam_epoch::{self as epoch, Guard, Shared};
-use lockref::{CountedRef, LockRef};
+use lockref::LockRef;
 
-use crate::cache::Dcache;
-use crate::dentry::{Dentry, HASHED, WAS_HASHED};
+use crate::dentry::{Dentry, HASHED, REVALIDATE, WAS_HASHED};
 use crate::dentry_ref::DentryRef;
+use crate::inode::Inode;
 use crate::lru::Lru;
 use crate::name;
 use crate::sharded_count::ShardedCount;
 use crate::sync::Ordering;
+use crate::walk::legitimize;
 
 /// A hash bucket: a chain of dentries that lookups walk without locks, and
 /// a lock (a `LockRef<()>` used only as a spinlock) that serializes the
@@ -125,25 +127,13 @@ impl Table {
     }
 }
 
-impl Dcache {
-    /// Takes a reference on a dentry found by [`Table::lookup_rcu`] if it is still
-    /// alive and hashed (`__legitimize_path`'s `lockref_get_not_dead`, then
-    /// `d_unhashed`). Does not revalidate.
-    pub(crate) fn legitimize(&self, ptr: NonNull<Dentry>) -> Option<DentryRef<'_>> {
-        // SAFETY: the caller found it while pinned, or holds a reference:
-        // its memory is valid, and the chain's pointer has the allocation's
-        // provenance.
-        let r = DentryRef::from_counted(unsafe { CountedRef::try_get(ptr) }?);
-        // Unhashed after we found it (unlinked, or being killed before we
-        // counted): a miss. Our reference is dropped normally.
-        r.dentry().is_hashed().then_some(r)
-    }
-
+impl Table {
     /// `d_lookup`: the dentry (parent, name) with a reference, if cached.
     pub(crate) fn d_lookup(&self, parent: &Dentry, name: &[u8]) -> Option<DentryRef<'_>> {
         let guard = epoch::pin();
-        let found = self.table.lookup_rcu(parent, name, &guard)?;
-        self.legitimize(found)
+        let found = self.lookup_rcu(parent, name, &guard)?;
+        // SAFETY: found on a chain under `guard`, still pinned.
+        unsafe { legitimize(found) }
     }
 
     /// Hashes a new dentry (`d_add`), unless a live one with the same
@@ -151,11 +141,12 @@ impl Dcache {
     /// reference and `new` is left unhashed for the caller to drop.
     pub(crate) fn d_add(&self, new: &DentryRef<'_>) -> Option<DentryRef<'_>> {
         let d = new.dentry();
-        let bucket = self.table.bucket(d.hash);
+        let bucket = self.bucket(d.hash);
         let _lock = bucket.lock.lock();
         let guard = epoch::pin();
-        if let Some(existing) = self.table.lookup_rcu(d.parent(), d.name.as_bytes(), &guard) {
-            if let Some(r) = self.legitimize(existing) {
+        if let Some(existing) = self.lookup_rcu(d.parent(), d.name.as_bytes(), &guard) {
+            // SAFETY: found on a chain under `guard`, still pinned.
+            if let Some(r) = unsafe { legitimize(existing) } {
                 return Some(r);
             }
         }
@@ -169,5 +160,53 @@ impl Dcache {
             .head
             .store(Shared::from(d as *const Dentry), Ordering::Release);
         None
+    }
+
+    /// Allocates a dentry with one reference, unhashed. `parent` gets a
+    /// reference under its lock, as `d_alloc` takes it; `None` makes the
+    /// dentry its own parent (a root, or a pseudo dentry: seed 002).
+    pub(crate) fn d_alloc(
+        &self,
+        parent: Option<NonNull<Dentry>>,
+        name: &[u8],
+        flags: u32,
+        inode: Option<Arc<Inode>>,
+    ) -> NonNull<Dentry> {
+        // SAFETY: the caller holds a reference on the parent.
+        let parent_ref = parent.map(|p| unsafe { p.as_ref() });
+        let parent_addr = parent.map_or(0, |p| p.as_ptr() as usize);
+        let mut flags = flags;
+        if parent_ref.is_some_and(|p| p.flags() & REVALIDATE != 0) {
+            flags |= REVALIDATE;
+        }
+        // A raw pointer from the start (no `&mut` to the box is ever
+        // made), as chain walkers and `defer_destroy` will use it.
+        let raw = Box::into_raw(Box::new(Dentry::new(
+            name,
+            name::hash(parent_addr, name),
+            flags,
+            inode,
+            NonNull::from(self),
+        )));
+        // SAFETY: `Box::into_raw` never returns null.
+        let ptr = unsafe { NonNull::new_unchecked(raw) };
+        let parent = match (parent, parent_ref) {
+            (Some(p), Some(p_ref)) => {
+                // `d_alloc`: the parent's lock and a reference, taken
+                // together. The caller holds a reference, so it is alive.
+                let mut guard = p_ref.lockref.lock();
+                guard.increment().expect("d_alloc: parent is dead");
+                drop(guard);
+                p
+            }
+            _ => ptr,
+        };
+        // SAFETY: the new dentry is not shared yet: we are its only user.
+        unsafe { (*raw).parent = parent };
+        self.live.add(1);
+        // The allocation is now owned by the returned reference; it is
+        // freed with `Owned::from_raw` or `defer_destroy`, which accept a
+        // pointer from `Box::into_raw`.
+        ptr
     }
 }

@@ -36,7 +36,6 @@ use std::vec::Vec;
 use crossbeam_epoch as epoch;
 use lockref::{CountedRef, LockRef};
 
-use crate::cache::Dcache;
 use crate::dentry::{Dentry, ON_LRU, REFERENCED};
 use crate::sync::{AtomicUsize, Ordering};
 
@@ -264,29 +263,11 @@ impl Lru {
     }
 }
 
-impl Dcache {
-    /// Reclaims up to `count` unused dentries (cached names and cached
-    /// misses at count zero), oldest first, each used one getting a second
-    /// chance (the kernel's `prune_dcache_sb`). Returns how many were
-    /// freed. Dentries in use are never touched; a directory becomes
-    /// unused once its cached children are gone, so `usize::MAX` empties
-    /// the cache of everything unused (`echo 2 > drop_caches`).
-    ///
-    /// The cache also shrinks itself, past
-    /// [`Config::max_unused`](crate::Config::max_unused) unused dentries,
-    /// when it allocates one.
-    ///
-    /// ```
-    /// let cache = lockref_dcache::Dcache::new(Default::default());
-    /// cache.mkdir("/a").unwrap();
-    /// assert!(cache.stat("/a/missing").is_err()); // a cached miss
-    /// assert_eq!(cache.unused_dentries(), 2); // "/a" and the miss
-    /// assert_eq!(cache.shrink(usize::MAX), 2);
-    /// assert_eq!(cache.live_dentries(), 2); // the two roots
-    /// assert!(cache.stat("/a").is_ok()); // looked up again
-    /// ```
-    pub fn shrink(&self, count: usize) -> usize {
-        let lru = &self.table.lru;
+impl Lru {
+    /// [`Dcache::shrink`]: reclaims up to `count` unused dentries, oldest
+    /// first, with a second chance. Returns how many were freed.
+    pub(crate) fn shrink(&self, count: usize) -> usize {
+        let lru = self;
         // Pinned for the whole call: a victim collected under the list's
         // lock stays in memory until `kill_unused` has looked at it, even
         // if someone else kills and releases it meanwhile.
@@ -316,24 +297,11 @@ impl Dcache {
         freed
     }
 
-    /// Unused dentries on the LRU now (some may be in use again, until the
-    /// shrinker meets them).
-    ///
-    /// ```
-    /// let cache = lockref_dcache::Dcache::new(Default::default());
-    /// assert_eq!(cache.unused_dentries(), 0);
-    /// cache.mkdir("/a").unwrap();
-    /// assert_eq!(cache.unused_dentries(), 1);
-    /// ```
-    pub fn unused_dentries(&self) -> usize {
-        self.table.lru.len()
-    }
-
     /// Before allocating a dentry that will be hashed: brings the unused
     /// dentries back to the bound.
     #[inline]
     pub(crate) fn shrink_to_bound(&self) {
-        let excess = self.table.lru.excess_before_alloc();
+        let excess = self.excess_before_alloc();
         if excess > 0 {
             self.shrink_cold(excess);
         }

@@ -279,7 +279,7 @@ impl Dcache {
         }
         entries.remove(last);
         dir_inode.bump_generation();
-        if let Some(d) = self.d_lookup(dir.dentry(), last) {
+        if let Some(d) = self.table.d_lookup(dir.dentry(), last) {
             // `d_delete`: unhash; killed when the last reference goes.
             self.table.d_drop(d.dentry());
         }
@@ -316,7 +316,7 @@ impl Dcache {
         self.require_own(dir)?;
         name::validate(name)?;
         require_dir(dir.dentry())?;
-        let Some(d) = self.d_lookup(dir.dentry(), name) else {
+        let Some(d) = self.table.d_lookup(dir.dentry(), name) else {
             return Ok(None);
         };
         if !self.variants.try_lookup_skips_revalidate
@@ -376,7 +376,8 @@ impl Dcache {
             Some(self.pseudo_root)
         };
         // SAFETY: a new dentry of this cache; its count of one is ours.
-        let d = unsafe { DentryRef::from_raw(self.d_alloc(parent, b"", PSEUDO, Some(inode))) };
+        let d =
+            unsafe { DentryRef::from_raw(self.table.d_alloc(parent, b"", PSEUDO, Some(inode))) };
         PathRef::new(MountRef::new(&self.pseudo_mnt), d)
     }
 }

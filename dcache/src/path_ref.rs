@@ -4,6 +4,7 @@
 
 use core::fmt;
 
+use crate::cache::Dcache;
 use crate::dentry_ref::DentryRef;
 use crate::mount::Mount;
 
@@ -70,5 +71,12 @@ impl Drop for MountRef<'_> {
 impl fmt::Debug for MountRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MountRef").finish_non_exhaustive()
+    }
+}
+
+impl Dcache {
+    /// A path on the root mount to `dentry`, whose reference it takes over.
+    pub(crate) fn path<'c>(&'c self, dentry: DentryRef<'c>) -> PathRef<'c> {
+        PathRef::new(MountRef::new(&self.root_mnt), dentry)
     }
 }

@@ -2,10 +2,12 @@
 //! references while walking), the ref walk it falls back to, and the
 //! per-component lookup with its revalidation.
 
+use core::ptr::NonNull;
 use std::sync::Arc;
 use std::vec::Vec;
 
 use crossbeam_epoch as epoch;
+use lockref::CountedRef;
 
 use crate::cache::Dcache;
 use crate::dentry::{Dentry, REVALIDATE};
@@ -13,7 +15,6 @@ use crate::dentry_ref::DentryRef;
 use crate::errno::Errno;
 use crate::inode::{Entries, Inode, InodeKind};
 use crate::name;
-use crate::path_ref::{MountRef, PathRef};
 use crate::sync::Ordering;
 
 /// The longest path, in bytes (`PATH_MAX` less its NUL).
@@ -136,7 +137,8 @@ impl Dcache {
         if ptr == self.root {
             return Ok(Some(self.root_ref()));
         }
-        Ok(self.legitimize(ptr))
+        // SAFETY: found by this pinned walk, the pin still held.
+        Ok(unsafe { legitimize(ptr) })
     }
 
     /// Ref walk: a reference on each component in turn (`dget`, `dput`),
@@ -214,7 +216,7 @@ impl Dcache {
     ) -> Result<DentryRef<'c>, Errno> {
         let inode = require_dir(dir.dentry())?;
         name::check_len(name)?;
-        if let Some(d) = self.d_lookup(dir.dentry(), name) {
+        if let Some(d) = self.table.d_lookup(dir.dentry(), name) {
             if d.dentry().flags() & REVALIDATE == 0 || self.revalidate(&d) {
                 return Ok(d);
             }
@@ -235,7 +237,7 @@ impl Dcache {
         entries: &Entries,
         dir_inode: &Inode,
     ) -> DentryRef<'c> {
-        if let Some(d) = self.d_lookup(dir.dentry(), name) {
+        if let Some(d) = self.table.d_lookup(dir.dentry(), name) {
             // The caller holds the directory lock: check against the
             // entries directly (`d_revalidate` would take it again).
             if d.dentry().flags() & REVALIDATE == 0
@@ -247,13 +249,14 @@ impl Dcache {
         }
         let inode = entries.get(name).cloned();
         // The shrinker runs where the cache grows, before the allocation.
-        self.shrink_to_bound();
+        self.table.lru.shrink_to_bound();
         // SAFETY: a new dentry of this cache; its count of one is ours.
-        let new = unsafe { DentryRef::from_raw(self.d_alloc(Some(dir.ptr()), name, 0, inode)) };
+        let new =
+            unsafe { DentryRef::from_raw(self.table.d_alloc(Some(dir.ptr()), name, 0, inode)) };
         new.dentry().lockref.lock().verified_gen = dir_inode.generation.load(Ordering::Acquire);
         // Another thread may have added it meanwhile: use theirs, and ours
         // is killed when dropped (never hashed, so freed at once).
-        self.d_add(&new).unwrap_or(new)
+        self.table.d_add(&new).unwrap_or(new)
     }
 
     /// The revalidate hook (`d_revalidate`) of a filesystem configured with
@@ -296,10 +299,6 @@ impl Dcache {
         }
         valid
     }
-
-    pub(crate) fn path<'c>(&'c self, dentry: DentryRef<'c>) -> PathRef<'c> {
-        PathRef::new(MountRef::new(&self.root_mnt), dentry)
-    }
 }
 
 /// The inode of a positive directory dentry.
@@ -309,4 +308,23 @@ pub(crate) fn require_dir(d: &Dentry) -> Result<&Inode, Errno> {
         Some(_) => Err(Errno::NotDir),
         None => Err(Errno::NoEnt),
     }
+}
+
+/// Takes a reference on a dentry found by the RCU walk (or
+/// [`Table::lookup_rcu`](crate::hash_table::Table::lookup_rcu)) if it is
+/// still alive and hashed (`__legitimize_path`'s `lockref_get_not_dead`,
+/// then `d_unhashed`). Does not revalidate.
+///
+/// # Safety
+///
+/// `ptr` is a dentry of the cache borrowed for `'c`, found on a chain
+/// while pinned (the pin still held) or referenced by the caller: its
+/// memory is valid for the call, and the pointer has the allocation's
+/// provenance.
+pub(crate) unsafe fn legitimize<'c>(ptr: NonNull<Dentry>) -> Option<DentryRef<'c>> {
+    // SAFETY: the caller's guarantee.
+    let r = DentryRef::from_counted(unsafe { CountedRef::try_get(ptr) }?);
+    // Unhashed after we found it (unlinked, or being killed before we
+    // counted): a miss. Our reference is dropped normally.
+    r.dentry().is_hashed().then_some(r)
 }
