@@ -305,7 +305,10 @@ impl<T: RefCounted> CountedRef<T> {
     /// unless they are the last, then under the lock, deciding as the last
     /// put does. On a saturated count (the object is leaked) nothing moves,
     /// whatever `n`; `n` beyond the count's range can only be a saturated
-    /// count or more than is held.
+    /// count or more than is held. `n` is a count, `u32` as every count of
+    /// the API: a protocol's wider number (FUSE's 64-bit `nlookup`) above
+    /// `u32::MAX` is more than any live count holds, so the caller passes
+    /// `u32::MAX` for it (refused, or nothing moves on a saturated count).
     ///
     /// # Errors
     ///
@@ -317,13 +320,12 @@ impl<T: RefCounted> CountedRef<T> {
     /// The caller owns `n` references to the object at `ptr` (handed out
     /// by [`into_raw`](Self::into_raw)) and gives them up. A refused call
     /// gives up none.
-    pub unsafe fn put_many(ptr: NonNull<T>, n: u64) -> Result<(), CountError> {
+    pub unsafe fn put_many(ptr: NonNull<T>, n: u32) -> Result<(), CountError> {
         if n == 0 {
             return Ok(());
         }
         // SAFETY: the caller's references keep the object alive.
         let this = unsafe { ptr.as_ref() };
-        let n = u32::try_from(n).unwrap_or(u32::MAX);
         match this.lockref().put_many_or_lock(n) {
             PutOrLock::Put => Ok(()),
             PutOrLock::Locked(mut guard) => {

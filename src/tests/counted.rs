@@ -158,7 +158,7 @@ fn put_many_drops_n_refuses_more_and_decides_at_zero<W: AnyWord>() {
         assert_eq!(a.lockref.count(), Some(3));
         assert_eq!(CountedRef::put_many(raw, 4), Err(CountError::Underflow));
         assert_eq!(
-            CountedRef::put_many(raw, u64::MAX),
+            CountedRef::put_many(raw, u32::MAX),
             Err(CountError::Underflow)
         );
         assert_eq!(a.lockref.count(), Some(3), "a refused put changes nothing");
@@ -179,7 +179,7 @@ fn put_many_on_a_saturated_count_moves_nothing<W: AnyWord>() {
     // SAFETY: a saturated count counts every reference anyone claims.
     unsafe {
         assert_eq!(CountedRef::put_many(raw, 7), Ok(()));
-        assert_eq!(CountedRef::put_many(raw, u64::MAX), Ok(()));
+        assert_eq!(CountedRef::put_many(raw, u32::MAX), Ok(()));
     }
     assert_eq!(a.lockref.count(), Some(SATURATED));
     let raw = CountedRef::as_ptr(&a);

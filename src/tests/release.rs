@@ -228,7 +228,7 @@ fn counted_ref_race<W: AnyWord, const GRACE: bool>(per: u32, forget: bool) {
                     let ptr = shared.get();
                     if forget {
                         // SAFETY: this thread owns `per` of the references.
-                        unsafe { CountedRef::put_many(ptr, u64::from(per)) }.unwrap();
+                        unsafe { CountedRef::put_many(ptr, per) }.unwrap();
                     } else {
                         let handles: Vec<_> = (0..per)
                             // SAFETY: as above, one per handle.

@@ -206,6 +206,9 @@ where
                     }
                 }
             })?;
+        // More than `u32::MAX` can only be held on a saturated count, where
+        // a put of `u32::MAX` moves nothing, as the whole `n` would.
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
         // SAFETY: the peer owned these `n` references (handed out by
         // `into_raw` in `Handle::into_id`), just taken from its count.
         unsafe { CountedRef::put_many(found, n) }.expect("the peer's references are counted");
@@ -296,6 +299,8 @@ impl<K: Send + Sync, V: Send + Sync> Drop for Table<K, V> {
             // AcqRel: one teardown, racing nothing but handles' puts.
             let held = node.counts.peer.swap(0, Ordering::AcqRel);
             if held > 0 {
+                // Above `u32::MAX` only on a saturated count: nothing moves.
+                let held = u32::try_from(held).unwrap_or(u32::MAX);
                 // SAFETY: the peer's references, taken from its count.
                 let _ = unsafe { CountedRef::put_many(ptr, held) };
             }
