@@ -133,6 +133,12 @@ pub unsafe trait Openable: Sized {
 /// let opened: Opened<T> = token.into(); // error: no such conversion
 /// # }
 /// ```
+///
+/// # Invariants
+///
+/// `ptr` points to a live, never-opened `T` whose count is one, and the
+/// token is its only reference: no other pointer to it is dereferenced
+/// while the token exists.
 #[must_use = "dropping an unopened object releases it at once; call open or release"]
 pub struct Unopened<T: Openable> {
     ptr: NonNull<T>,
@@ -154,6 +160,8 @@ impl<T: Openable> Unopened<T> {
     /// else references: the token becomes its only owner.
     #[inline]
     pub unsafe fn from_raw(ptr: NonNull<T>) -> Self {
+        // INVARIANT: the caller's guarantee: a new object, count one, only
+        // this token.
         Unopened {
             ptr,
             _owns: PhantomData,
@@ -185,6 +193,8 @@ impl<T: Openable> Unopened<T> {
         init: impl FnOnce(&mut T) -> Result<(), E>,
     ) -> Result<Opened<T>, (E, Self)> {
         match init(&mut self) {
+            // INVARIANT: the token's count of one becomes the `Opened`
+            // handle's, and the token is consumed.
             Ok(()) => Ok(Opened {
                 ptr: Self::into_raw(self),
                 _owns: PhantomData,
@@ -261,6 +271,11 @@ impl<T: Openable + fmt::Debug> fmt::Debug for Unopened<T> {
 ///
 /// Orderings: `Clone` is `Relaxed`, a put `Release`, and the last put
 /// `Acquire` too before the release (as `Arc`).
+///
+/// # Invariants
+///
+/// `ptr` points to a live, opened `T` whose count counts this handle (one
+/// of its references is the handle's, given back once, by its drop).
 pub struct Opened<T: Openable> {
     ptr: NonNull<T>,
     _owns: PhantomData<T>,
@@ -287,6 +302,7 @@ impl<T: Openable> Clone for Opened<T> {
         if old > MAX_OPENED {
             too_many_references();
         }
+        // INVARIANT: the reference just counted is the new handle's.
         Opened {
             ptr: self.ptr,
             _owns: PhantomData,
