@@ -10,6 +10,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
+use std::ops::ControlFlow;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
@@ -26,7 +27,7 @@ use nix::sys::stat::Mode;
 use nix::sys::time::TimeSpec;
 
 use crate::creds::{self, AsCaller};
-use crate::handles::{read_dir_entries, Handles, Open};
+use crate::handles::{DirStream, Handles, Open};
 use crate::host::{self, check_name, errno, stat_fd};
 use crate::table::{InodeTable, ROOT_ID};
 
@@ -403,8 +404,8 @@ impl<T: InodeTable> Passthrough<T> {
     pub(crate) fn do_opendir(&self, req: &Request, ino: INodeNo) -> Result<FileHandle, Errno> {
         let inode = self.inode(ino)?;
         let _as = self.as_caller(req)?;
-        let entries = read_dir_entries(&inode.fd)?;
-        Ok(self.handles.add(inode, Open::Dir(entries)))
+        let stream = DirStream::open(&inode.fd)?;
+        Ok(self.handles.add(inode, Open::Dir(stream)))
     }
 
     pub(crate) fn do_readdirplus(
@@ -417,50 +418,66 @@ impl<T: InodeTable> Passthrough<T> {
     ) -> Result<(), Errno> {
         let dir = self.inode(ino)?;
         let h = self.handles.dir(fh)?;
-        let Open::Dir(entries) = &h.open else {
+        let Open::Dir(stream) = &h.open else {
             return Err(Errno::ENOTDIR);
         };
         let _as = self.as_caller(req)?;
-        let start = usize::try_from(offset).unwrap_or(usize::MAX);
         // A lookup is counted for every entry added: once one is, an error
         // must not turn the reply into an error reply, which would carry
         // none of them to the kernel (and so none would ever be forgotten).
         // Then what was gathered is sent, as the kernel itself returns a
         // partial listing, and the error comes with the next call.
         let mut added = false;
-        let partial = |added: bool, e: Errno| if added { Ok(()) } else { Err(e) };
-        for (i, (name, _, _)) in entries.iter().enumerate().skip(start) {
-            let name = OsStr::from_bytes(name);
-            let next = i as u64 + 1;
+        let mut failed = None;
+        let listed = stream.list_from(offset, |entry| {
+            let name = OsStr::from_bytes(entry.name);
             if name == "." || name == ".." {
                 // The kernel counts no lookup for these: none is taken.
                 let st = match nix::sys::stat::fstatat(&dir.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW)
                 {
                     Ok(st) => st,
-                    Err(e) => return partial(added, errno(e)),
+                    Err(e) => {
+                        failed = Some(errno(e));
+                        return ControlFlow::Break(());
+                    }
                 };
                 let attr = host::attr(&st, ROOT_ID);
-                if reply.add(INodeNo(ROOT_ID), next, name, &self.ttl, &attr, GENERATION) {
-                    break;
+                if reply.add(
+                    INodeNo(ROOT_ID),
+                    entry.next,
+                    name,
+                    &self.ttl,
+                    &attr,
+                    GENERATION,
+                ) {
+                    return ControlFlow::Break(());
                 }
                 added = true;
-                continue;
+                return ControlFlow::Continue(());
             }
             let attr = match self.lookup_child(&dir, name) {
                 Ok(attr) => attr,
-                // Gone since OPENDIR: skipped, as the host would now.
-                Err(Errno::ENOENT) => continue,
-                Err(e) => return partial(added, e),
+                // Gone since the host listed it: skipped, as the host would
+                // now.
+                Err(Errno::ENOENT) => return ControlFlow::Continue(()),
+                Err(e) => {
+                    failed = Some(e);
+                    return ControlFlow::Break(());
+                }
             };
-            if reply.add(attr.ino, next, name, &self.ttl, &attr, GENERATION) {
+            if reply.add(attr.ino, entry.next, name, &self.ttl, &attr, GENERATION) {
                 // The buffer is full: this entry was not sent, so neither
                 // was its lookup.
                 let _ = self.table.forget(attr.ino.0, 1);
-                break;
+                return ControlFlow::Break(());
             }
             added = true;
+            ControlFlow::Continue(())
+        });
+        match failed.map_or(listed, Err) {
+            Err(e) if !added => Err(e),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     pub(crate) fn do_access(

@@ -5,9 +5,11 @@
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::mem::MaybeUninit;
+use std::ops::ControlFlow;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use fuser::{Errno, FileHandle};
 use nix::fcntl::OFlag;
@@ -15,14 +17,11 @@ use nix::sys::stat::Mode;
 
 use crate::host::errno;
 
-/// A directory entry as `OPENDIR` read it: name, host inode number, type
-/// (if the host filesystem reports it).
-pub(crate) type DirEntry = (Vec<u8>, u64, Option<fuser::FileType>);
-
 pub(crate) enum Open {
     File(File),
-    /// A directory's entries, read at `OPENDIR` (offsets index them).
-    Dir(Vec<DirEntry>),
+    /// A directory, listed from the host at each `READDIR` (offsets are the
+    /// host's own seek cookies, as getdents and telldir use them).
+    Dir(DirStream),
 }
 
 /// An open file or directory: holds a reference on its inode.
@@ -99,34 +98,91 @@ impl<R> Handles<R> {
     }
 }
 
-/// What `readdir` and `readdirplus` list: `.`, `..` and the entries.
-pub(crate) fn read_dir_entries(fd: &OwnedFd) -> Result<Vec<DirEntry>, Errno> {
-    // Through /proc, as a file is reopened: open(2) of a directory needs
-    // read permission only, where `openat(fd, ".")` would need search
-    // permission on it too.
-    let dir_fd = nix::fcntl::open(
-        crate::host::proc_path(std::os::fd::AsFd::as_fd(fd)).as_c_str(),
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(errno)?;
-    let mut dir = nix::dir::Dir::from_fd(dir_fd).map_err(errno)?;
-    let mut out = Vec::new();
-    for entry in dir.iter() {
-        let entry = entry.map_err(errno)?;
-        let kind = entry.file_type().map(|t| {
-            use nix::dir::Type;
-            match t {
-                Type::Directory => fuser::FileType::Directory,
-                Type::Symlink => fuser::FileType::Symlink,
-                Type::Fifo => fuser::FileType::NamedPipe,
-                Type::Socket => fuser::FileType::Socket,
-                Type::CharacterDevice => fuser::FileType::CharDevice,
-                Type::BlockDevice => fuser::FileType::BlockDevice,
-                Type::File => fuser::FileType::RegularFile,
-            }
-        });
-        out.push((entry.file_name().to_bytes().to_vec(), entry.ino(), kind));
+/// One entry of a listing: its name, host inode number, type (if the host
+/// filesystem reports it), and the cookie of the entry after it.
+pub(crate) struct DirEntry<'a> {
+    pub(crate) name: &'a [u8],
+    pub(crate) ino: u64,
+    pub(crate) kind: Option<fuser::FileType>,
+    pub(crate) next: u64,
+}
+
+/// Bytes of host entries read per `getdents` call: a FUSE reply holds at
+/// most a page or two of entries, so one call usually fills it.
+const LISTING_CHUNK: usize = 32 << 10;
+
+/// An open directory, streamed: a descriptor of its own (so its position
+/// is this handle's), read from the requested offset at each request.
+/// Nothing of the listing is kept between requests, so a handle costs one
+/// descriptor whatever the directory's size (the whole listing copied into
+/// every handle let 100 handles on a 100,000-entry directory take
+/// gigabytes).
+pub(crate) struct DirStream {
+    /// Seek and read happen together: two requests on one handle must not
+    /// interleave them.
+    fd: Mutex<OwnedFd>,
+}
+
+impl DirStream {
+    /// Opens `fd`'s directory for listing. Through /proc, as a file is
+    /// reopened: open(2) of a directory needs read permission only, where
+    /// `openat(fd, ".")` would need search permission on it too.
+    pub(crate) fn open(fd: &OwnedFd) -> Result<Self, Errno> {
+        let dir_fd = nix::fcntl::open(
+            crate::host::proc_path(std::os::fd::AsFd::as_fd(fd)).as_c_str(),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno)?;
+        Ok(DirStream {
+            fd: Mutex::new(dir_fd),
+        })
     }
-    Ok(out)
+
+    /// Calls `each` with the entries from `offset` (0: the start; else a
+    /// cookie an entry's `next` gave), `.` and `..` included, until it
+    /// breaks or the listing ends.
+    ///
+    /// # Errors
+    ///
+    /// The host's error from the seek or a read; the entries before it
+    /// were passed to `each`.
+    pub(crate) fn list_from(
+        &self,
+        offset: u64,
+        mut each: impl FnMut(DirEntry<'_>) -> ControlFlow<()>,
+    ) -> Result<(), Errno> {
+        let fd = self.fd.lock().unwrap_or_else(|e| e.into_inner());
+        rustix::fs::seek(&*fd, rustix::fs::SeekFrom::Start(offset))
+            .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+        let mut buf = Vec::<MaybeUninit<u8>>::with_capacity(LISTING_CHUNK);
+        buf.resize(LISTING_CHUNK, MaybeUninit::uninit());
+        let mut dir = rustix::fs::RawDir::new(&*fd, &mut buf);
+        while let Some(entry) = dir.next() {
+            let entry = entry.map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+            let kind = {
+                use rustix::fs::FileType as T;
+                match entry.file_type() {
+                    T::Directory => Some(fuser::FileType::Directory),
+                    T::Symlink => Some(fuser::FileType::Symlink),
+                    T::Fifo => Some(fuser::FileType::NamedPipe),
+                    T::Socket => Some(fuser::FileType::Socket),
+                    T::CharacterDevice => Some(fuser::FileType::CharDevice),
+                    T::BlockDevice => Some(fuser::FileType::BlockDevice),
+                    T::RegularFile => Some(fuser::FileType::RegularFile),
+                    _ => None,
+                }
+            };
+            let flow = each(DirEntry {
+                name: entry.file_name().to_bytes(),
+                ino: entry.ino(),
+                kind,
+                next: entry.next_entry_cookie(),
+            });
+            if flow.is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
 }

@@ -316,16 +316,29 @@ impl<T: InodeTable> Filesystem for Server<T> {
             Ok(h) => h,
             Err(e) => return reply.error(e),
         };
-        if let Open::Dir(entries) = &h.open {
-            let start = usize::try_from(offset).unwrap_or(usize::MAX);
-            for (i, (name, ino, kind)) in entries.iter().enumerate().skip(start) {
-                let kind = kind.unwrap_or(fuser::FileType::RegularFile);
-                if reply.add(INodeNo(*ino), i as u64 + 1, kind, OsStr::from_bytes(name)) {
-                    break;
-                }
+        let Open::Dir(stream) = &h.open else {
+            return reply.error(Errno::ENOTDIR);
+        };
+        let mut added = false;
+        let listed = stream.list_from(offset, |entry| {
+            let kind = entry.kind.unwrap_or(fuser::FileType::RegularFile);
+            if reply.add(
+                INodeNo(entry.ino),
+                entry.next,
+                kind,
+                OsStr::from_bytes(entry.name),
+            ) {
+                return std::ops::ControlFlow::Break(());
             }
+            added = true;
+            std::ops::ControlFlow::Continue(())
+        });
+        match listed {
+            // Nothing sent yet: the error is the reply. Otherwise the
+            // entries gathered go, and the error comes with the next call.
+            Err(e) if !added => reply.error(e),
+            _ => reply.ok(),
         }
-        reply.ok();
     }
 
     fn readdirplus(
