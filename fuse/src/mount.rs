@@ -48,8 +48,28 @@ impl MountConfig {
     }
 }
 
+/// Raises this process's soft limit on open descriptors to its hard limit
+/// and returns the limit now in force. The server holds a descriptor per
+/// inode the kernel remembers and per open handle, so the default soft
+/// limit (often 1,024) is the first thing a user with many files exhausts,
+/// failing every other user's requests with `EMFILE`; the hard limit is
+/// what the administrator allows. Called by [`spawn`] and [`serve`].
+///
+/// # Errors
+///
+/// The host's refusal to read or set the limit.
+pub fn raise_descriptor_limit() -> io::Result<u64> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(io::Error::from)?;
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard).map_err(io::Error::from)?;
+    }
+    Ok(hard)
+}
+
 /// Mounts `fs` at `mountpoint` and serves it on background threads until
-/// the returned session is unmounted (`umount_and_join`) or dropped.
+/// the returned session is unmounted (`umount_and_join`) or dropped. The
+/// descriptor limit is raised first ([`raise_descriptor_limit`]).
 ///
 /// # Errors
 ///
@@ -59,11 +79,13 @@ pub fn spawn<T: InodeTable>(
     mountpoint: &Path,
     config: &MountConfig,
 ) -> io::Result<fuser::BackgroundSession> {
+    raise_descriptor_limit()?;
     fuser::spawn_mount(Server(fs), mountpoint, &config.fuser())
 }
 
 /// Mounts `fs` at `mountpoint` and serves it on this thread until it is
-/// unmounted.
+/// unmounted. The descriptor limit is raised first
+/// ([`raise_descriptor_limit`]).
 ///
 /// # Errors
 ///
@@ -73,5 +95,6 @@ pub fn serve<T: InodeTable>(
     mountpoint: &Path,
     config: &MountConfig,
 ) -> io::Result<()> {
+    raise_descriptor_limit()?;
     fuser::mount(Server(fs), mountpoint, &config.fuser())
 }

@@ -461,3 +461,22 @@ fn directory_handles_keep_no_listing_virtiofsd() {
     require_mount!();
     directory_handles_keep_no_listing::<VirtiofsdTable>();
 }
+
+/// Mounting raises the soft descriptor limit to the hard one: the
+/// server's descriptors (one per remembered inode and per handle) are
+/// what a user with many files exhausts first, and the soft default
+/// (often 1,024) is far below what the administrator allows.
+#[test]
+fn mounting_raises_the_descriptor_limit_to_the_hard_one() {
+    require_mount!();
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    // Lowered first (never below what the other tests need), so that the
+    // raise shows wherever the hard limit allows one.
+    let low = hard.min(4096);
+    setrlimit(Resource::RLIMIT_NOFILE, low, hard).unwrap();
+    with_mount::<LockrefTable>(|_| {
+        let (soft, now_hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+        assert_eq!((soft, now_hard), (hard, hard));
+    });
+}
