@@ -383,16 +383,18 @@ impl<T: InodeTable> Passthrough<T> {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
+        umask: u32,
         flags: i32,
     ) -> Result<(FileAttr, FileHandle), Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         let _as = self.as_caller(req)?;
+        let mode = self.creation_mode(&parent.fd, mode & 0o7777, umask);
         let fd = host::create_file(
             &parent.fd,
             name,
             OFlag::from_bits_truncate(flags),
-            Mode::from_bits_truncate(mode & 0o7777),
+            Mode::from_bits_truncate(mode),
         )?;
         let attr = self.lookup_child(&parent, name)?;
         // The kernel holds the lookup just counted until our reply: the

@@ -33,6 +33,8 @@
 //! | the caller's credentials per request | `creds.rs` |
 //! | mount options, [`mount::spawn`], [`mount::serve`] | `mount.rs` |
 //! | names, attributes, `/proc/self/fd` | `host.rs` |
+//! | extended attributes and POSIX ACLs | `xattr.rs` |
+//! | fallocate, `SEEK_DATA`/`SEEK_HOLE`, copy_file_range | `ranges.rs` |
 //! | [`RequestMix`]: the tables' share of requests, for measurements | `workload.rs` |
 
 #[cfg(feature = "server")]
@@ -49,10 +51,14 @@ mod lockref_inodes;
 #[cfg(feature = "server")]
 pub mod mount;
 #[cfg(feature = "server")]
+mod ranges;
+#[cfg(feature = "server")]
 mod server;
 mod table;
 mod virtiofsd_inodes;
 mod workload;
+#[cfg(feature = "server")]
+mod xattr;
 
 #[cfg(feature = "server")]
 pub use crate::fs::{Passthrough, DEFAULT_TTL};

@@ -17,6 +17,13 @@ enum Table {
 
 /// Mirrors SOURCE at MOUNTPOINT through FUSE.
 ///
+/// Serves what a passthrough is asked for: files, directories, links and
+/// special files with the host's permission checks as each caller;
+/// extended attributes and POSIX ACLs (enforced by the kernel on every
+/// path walk); fallocate, SEEK_DATA/SEEK_HOLE and copy_file_range. flock
+/// and fcntl locks are kept by the kernel: they hold between processes
+/// using the mount, not against direct users of SOURCE.
+///
 /// Examples:
 ///
 ///   lockref-fuse /srv/data /mnt/data

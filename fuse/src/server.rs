@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use fuser::{
-    AccessFlags, Errno, FileHandle, Filesystem, FopenFlags, INodeNo, KernelConfig, LockOwner,
-    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    AccessFlags, CopyFileRangeFlags, Errno, FileHandle, Filesystem, FopenFlags, INodeNo,
+    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{Mode, SFlag};
@@ -20,6 +21,7 @@ use crate::fs::{Passthrough, SetAttr, GENERATION};
 use crate::handles::Open;
 use crate::host::{self, check_name, errno};
 use crate::table::InodeTable;
+use crate::xattr::XattrReply;
 
 /// The [`Filesystem`] fuser serves: a shared [`Passthrough`].
 pub struct Server<T: InodeTable>(pub Arc<Passthrough<T>>);
@@ -47,6 +49,13 @@ impl<T: InodeTable> Filesystem for Server<T> {
         // the bits) on the writer's behalf, which the host refuses to a
         // writer who does not own the file.
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_HANDLE_KILLPRIV_V2);
+        // POSIX ACLs the kernel can see: it reads `system.posix_acl_*`
+        // (`xattr.rs`) and enforces them with the mode bits on every path
+        // walk, so a directory's ACL holds on cached paths too. With them
+        // the caller's umask comes to the server unapplied (DONT_MASK),
+        // which applies it only where no default ACL does, as the host.
+        let _ = config
+            .add_capabilities(fuser::InitFlags::FUSE_POSIX_ACL | fuser::InitFlags::FUSE_DONT_MASK);
         Ok(())
     }
 
@@ -116,13 +125,13 @@ impl<T: InodeTable> Filesystem for Server<T> {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         rdev: u32,
         reply: ReplyEntry,
     ) {
         let r = self.0.make_child(req, parent, name, |dir, name| {
             let kind = SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits());
-            let perm = Mode::from_bits_truncate(mode & 0o7777);
+            let perm = Mode::from_bits_truncate(self.0.creation_mode(dir, mode & 0o7777, umask));
             nix::sys::stat::mknodat(dir, name, kind, perm, u64::from(rdev))
         });
         reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
@@ -134,11 +143,12 @@ impl<T: InodeTable> Filesystem for Server<T> {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         reply: ReplyEntry,
     ) {
         let r = self.0.make_child(req, parent, name, |dir, name| {
-            nix::sys::stat::mkdirat(dir, name, Mode::from_bits_truncate(mode & 0o7777))
+            let perm = self.0.creation_mode(dir, mode & 0o7777, umask);
+            nix::sys::stat::mkdirat(dir, name, Mode::from_bits_truncate(perm))
         });
         reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
     }
@@ -414,11 +424,11 @@ impl<T: InodeTable> Filesystem for Server<T> {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let r = self.0.do_create(req, parent, name, mode, flags);
+        let r = self.0.do_create(req, parent, name, mode, umask, flags);
         reply_with!(reply, r, |(a, fh)| reply.created(
             &self.0.ttl,
             &a,
@@ -426,5 +436,88 @@ impl<T: InodeTable> Filesystem for Server<T> {
             fh,
             FopenFlags::empty()
         ));
+    }
+
+    fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        reply_with!(
+            reply,
+            self.0.do_getxattr(req, ino, name, size),
+            |x| match x {
+                XattrReply::Size(n) => reply.size(n),
+                XattrReply::Data(v) => reply.data(&v),
+            }
+        );
+    }
+
+    fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        reply_with!(reply, self.0.do_listxattr(req, ino, size), |x| match x {
+            XattrReply::Size(n) => reply.size(n),
+            XattrReply::Data(v) => reply.data(&v),
+        });
+    }
+
+    fn setxattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let r = self.0.do_setxattr(req, ino, name, value, flags);
+        reply_with!(reply, r, |()| reply.ok());
+    }
+
+    fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply_with!(reply, self.0.do_removexattr(req, ino, name), |()| reply
+            .ok());
+    }
+
+    fn fallocate(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let r = self.0.do_fallocate(req, fh, offset, length, mode);
+        reply_with!(reply, r, |()| reply.ok());
+    }
+
+    fn lseek(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        reply_with!(reply, self.0.do_lseek(fh, offset, whence), |o| reply
+            .offset(o));
+    }
+
+    fn copy_file_range(
+        &self,
+        req: &Request,
+        _ino_in: INodeNo,
+        fh_in: FileHandle,
+        offset_in: u64,
+        _ino_out: INodeNo,
+        fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+        flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        let r =
+            self.0
+                .do_copy_file_range(req, fh_in, offset_in, fh_out, offset_out, len, flags.bits());
+        reply_with!(reply, r, |n| reply.written(n));
     }
 }

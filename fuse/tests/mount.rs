@@ -7,36 +7,11 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
-use std::sync::Mutex;
 
-use lockref_fuse::{InodeTable, LockrefTable, VirtiofsdTable};
+use lockref_fuse::InodeTable;
 
 mod common;
 use common::*;
-
-/// `drop_caches` and the descriptor count are process- and machine-wide:
-/// the tests that assert on them run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Runs `body` on a fresh mount, then checks that the kernel gave every
-/// reference back and that no host descriptor leaked.
-fn with_mount<T: InodeTable>(body: impl FnOnce(&Mount<T>)) {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let fds_before = open_fds();
-    let m = Mount::<T>::new();
-    body(&m);
-    assert!(
-        m.forget_all(),
-        "{}: {} inodes left after drop_caches, expected only the root",
-        T::NAME,
-        m.fs.table().inodes()
-    );
-    assert_eq!(m.fs.open_handles(), 0, "handles left open");
-    let fs = m.unmount();
-    assert_eq!(fs.refused_forgets(), 0, "the kernel's FORGETs all matched");
-    drop(fs);
-    assert_eq!(open_fds(), fds_before, "host descriptors leaked");
-}
 
 fn populate(root: &std::path::Path) {
     fs::create_dir_all(root.join("tree/src/deep/er")).unwrap();
@@ -118,17 +93,7 @@ fn real_programs<T: InodeTable>() {
     });
 }
 
-#[test]
-fn real_programs_through_the_lockref_table() {
-    require_mount!();
-    real_programs::<LockrefTable>();
-}
-
-#[test]
-fn real_programs_through_the_virtiofsd_table() {
-    require_mount!();
-    real_programs::<VirtiofsdTable>();
-}
+on_both_tables!(real_programs);
 
 fn std_fs_operations<T: InodeTable>() {
     with_mount::<T>(|m| {
@@ -254,17 +219,7 @@ fn std_fs_operations<T: InodeTable>() {
     });
 }
 
-#[test]
-fn std_fs_operations_through_the_lockref_table() {
-    require_mount!();
-    std_fs_operations::<LockrefTable>();
-}
-
-#[test]
-fn std_fs_operations_through_the_virtiofsd_table() {
-    require_mount!();
-    std_fs_operations::<VirtiofsdTable>();
-}
+on_both_tables!(std_fs_operations);
 
 fn many_threads<T: InodeTable>() {
     with_mount::<T>(|m| {
@@ -294,17 +249,7 @@ fn many_threads<T: InodeTable>() {
     });
 }
 
-#[test]
-fn many_threads_through_the_lockref_table() {
-    require_mount!();
-    many_threads::<LockrefTable>();
-}
-
-#[test]
-fn many_threads_through_the_virtiofsd_table() {
-    require_mount!();
-    many_threads::<VirtiofsdTable>();
-}
+on_both_tables!(many_threads);
 
 fn caller_credentials<T: InodeTable>() {
     with_mount::<T>(|m| {
@@ -339,17 +284,7 @@ fn caller_credentials<T: InodeTable>() {
     });
 }
 
-#[test]
-fn caller_credentials_through_the_lockref_table() {
-    require_mount!();
-    caller_credentials::<LockrefTable>();
-}
-
-#[test]
-fn caller_credentials_through_the_virtiofsd_table() {
-    require_mount!();
-    caller_credentials::<VirtiofsdTable>();
-}
+on_both_tables!(caller_credentials);
 
 /// A `READDIRPLUS` that fails part-way (a lookup error injected in the
 /// host layer after five entries) still hands the kernel every lookup it
@@ -379,17 +314,7 @@ fn a_listing_broken_part_way_gives_back_every_lookup<T: InodeTable>() {
     });
 }
 
-#[test]
-fn a_listing_broken_part_way_gives_back_every_lookup_lockref() {
-    require_mount!();
-    a_listing_broken_part_way_gives_back_every_lookup::<LockrefTable>();
-}
-
-#[test]
-fn a_listing_broken_part_way_gives_back_every_lookup_virtiofsd() {
-    require_mount!();
-    a_listing_broken_part_way_gives_back_every_lookup::<VirtiofsdTable>();
-}
+on_both_tables!(a_listing_broken_part_way_gives_back_every_lookup);
 
 /// This process's resident memory, in bytes (the server runs in it).
 fn resident_bytes() -> u64 {
@@ -450,17 +375,7 @@ fn directory_handles_keep_no_listing<T: InodeTable>() {
     });
 }
 
-#[test]
-fn directory_handles_keep_no_listing_lockref() {
-    require_mount!();
-    directory_handles_keep_no_listing::<LockrefTable>();
-}
-
-#[test]
-fn directory_handles_keep_no_listing_virtiofsd() {
-    require_mount!();
-    directory_handles_keep_no_listing::<VirtiofsdTable>();
-}
+on_both_tables!(directory_handles_keep_no_listing);
 
 /// Mounting raises the soft descriptor limit to the hard one: the
 /// server's descriptors (one per remembered inode and per handle) are
@@ -475,7 +390,7 @@ fn mounting_raises_the_descriptor_limit_to_the_hard_one() {
     // raise shows wherever the hard limit allows one.
     let low = hard.min(4096);
     setrlimit(Resource::RLIMIT_NOFILE, low, hard).unwrap();
-    with_mount::<LockrefTable>(|_| {
+    with_mount::<lockref_fuse::LockrefTable>(|_| {
         let (soft, now_hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
         assert_eq!((soft, now_hard), (hard, hard));
     });

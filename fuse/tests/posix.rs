@@ -7,83 +7,11 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
-use std::process::Command;
 
-use lockref_fuse::{InodeTable, LockrefTable, VirtiofsdTable};
+use lockref_fuse::InodeTable;
 
 mod common;
-use common::*;
-
-/// The system's Python, which the unprivileged user can run (a per-user
-/// install under `/root` it cannot); `.ci/run` installs it if missing.
-const PYTHON: &str = "/usr/bin/python3";
-
-/// Runs `script` (Python) with `A` the directory to act in and `S` the
-/// one to observe, as root or as 65534; returns its output and status.
-fn run(script: &str, act: &Path, observe: &Path, as_nobody: bool) -> String {
-    let mut cmd = if as_nobody {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", PYTHON]);
-        c
-    } else {
-        Command::new(PYTHON)
-    };
-    let prelude = "import os, sys, stat, errno, time\n\
-                   A, S = sys.argv[1], sys.argv[2]\n\
-                   def attempt(f):\n\
-                   \x20   try:\n\
-                   \x20       f(); return 'ok'\n\
-                   \x20   except OSError as e:\n\
-                   \x20       return errno.errorcode[e.errno]\n\
-                   def mode(p):\n\
-                   \x20   return oct(os.stat(os.path.join(S, p)).st_mode & 0o7777)\n";
-    let out = cmd
-        .arg("-c")
-        .arg(format!("{prelude}{script}"))
-        .arg(act)
-        .arg(observe)
-        .output()
-        .unwrap();
-    format!(
-        "{}{}[{}]",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        out.status
-    )
-}
-
-/// Sets up the same tree in the mount's host directory and in a plain
-/// host directory (`setup` gets the root), runs `script` against each, and
-/// asserts that both observe the same.
-fn same_as_host<T: InodeTable>(setup: impl Fn(&Path), script: &str, as_nobody: bool) -> String {
-    let m = Mount::<T>::new();
-    let reference = tempfile::tempdir().unwrap();
-    fs::set_permissions(reference.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    setup(&m.source);
-    setup(reference.path());
-    let through_mount = run(script, &m.mnt, &m.source, as_nobody);
-    let on_host = run(script, reference.path(), reference.path(), as_nobody);
-    assert_eq!(
-        through_mount,
-        on_host,
-        "{}: the mount answered unlike the host",
-        T::NAME
-    );
-    assert!(m.forget_all(), "{}: inodes left after drop_caches", T::NAME);
-    drop(m.unmount());
-    on_host
-}
-
-fn chown(path: &Path, uid: u32) {
-    std::os::unix::fs::chown(path, Some(uid), Some(uid)).unwrap();
-}
-
-fn file(root: &Path, name: &str, mode: u32, owner: u32) {
-    fs::write(root.join(name), "data\n").unwrap();
-    chown(&root.join(name), owner);
-    fs::set_permissions(root.join(name), fs::Permissions::from_mode(mode)).unwrap();
-}
+use common::compare::*;
 
 /// A write, a truncate and a chown by someone else than root clear the
 /// set-user-ID and set-group-ID bits, as on the host; the write succeeds.
@@ -108,17 +36,7 @@ fn setid_bits_are_cleared_by_non_owners<T: InodeTable>() {
     assert!(seen.contains("write suid ok 0o777"), "{seen}");
 }
 
-#[test]
-fn setid_bits_are_cleared_by_non_owners_lockref() {
-    require_mount!();
-    setid_bits_are_cleared_by_non_owners::<LockrefTable>();
-}
-
-#[test]
-fn setid_bits_are_cleared_by_non_owners_virtiofsd() {
-    require_mount!();
-    setid_bits_are_cleared_by_non_owners::<VirtiofsdTable>();
-}
+on_both_tables!(setid_bits_are_cleared_by_non_owners);
 
 /// open(2) of a directory needs read permission only: a directory the
 /// caller may read but not search opens. (Before: EACCES, the server
@@ -137,17 +55,7 @@ fn a_readable_unsearchable_directory_opens<T: InodeTable>() {
     assert!(seen.contains("open ok"), "{seen}");
 }
 
-#[test]
-fn a_readable_unsearchable_directory_opens_lockref() {
-    require_mount!();
-    a_readable_unsearchable_directory_opens::<LockrefTable>();
-}
-
-#[test]
-fn a_readable_unsearchable_directory_opens_virtiofsd() {
-    require_mount!();
-    a_readable_unsearchable_directory_opens::<VirtiofsdTable>();
-}
+on_both_tables!(a_readable_unsearchable_directory_opens);
 
 /// `chown(f, -1, -1)` updates the ctime, as ext4 does. (Before, the
 /// server did nothing for a SETATTR with only the ctime.)
@@ -163,17 +71,7 @@ fn chown_to_nobody_changes_the_ctime<T: InodeTable>() {
     assert!(seen.contains("ctime moved True"), "{seen}");
 }
 
-#[test]
-fn chown_to_nobody_changes_the_ctime_lockref() {
-    require_mount!();
-    chown_to_nobody_changes_the_ctime::<LockrefTable>();
-}
-
-#[test]
-fn chown_to_nobody_changes_the_ctime_virtiofsd() {
-    require_mount!();
-    chown_to_nobody_changes_the_ctime::<VirtiofsdTable>();
-}
+on_both_tables!(chown_to_nobody_changes_the_ctime);
 
 /// A sticky directory protects others' files; a rename over an empty
 /// directory replaces it and over a full one fails; hard links count.
@@ -203,17 +101,7 @@ fn sticky_dirs_renames_over_dirs_and_link_counts<T: InodeTable>() {
     );
 }
 
-#[test]
-fn sticky_dirs_renames_over_dirs_and_link_counts_lockref() {
-    require_mount!();
-    sticky_dirs_renames_over_dirs_and_link_counts::<LockrefTable>();
-}
-
-#[test]
-fn sticky_dirs_renames_over_dirs_and_link_counts_virtiofsd() {
-    require_mount!();
-    sticky_dirs_renames_over_dirs_and_link_counts::<VirtiofsdTable>();
-}
+on_both_tables!(sticky_dirs_renames_over_dirs_and_link_counts);
 
 /// Times before 1970 are stored exactly, nanoseconds included, as on the
 /// host. (Before, they were clamped to 1970.)
@@ -233,14 +121,4 @@ fn times_before_1970_are_exact<T: InodeTable>() {
     );
 }
 
-#[test]
-fn times_before_1970_are_exact_lockref() {
-    require_mount!();
-    times_before_1970_are_exact::<LockrefTable>();
-}
-
-#[test]
-fn times_before_1970_are_exact_virtiofsd() {
-    require_mount!();
-    times_before_1970_are_exact::<VirtiofsdTable>();
-}
+on_both_tables!(times_before_1970_are_exact);

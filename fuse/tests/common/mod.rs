@@ -4,9 +4,11 @@
 
 #![allow(dead_code)]
 
+pub mod compare;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lockref_fuse::{InodeTable, MountConfig, Passthrough};
@@ -26,7 +28,7 @@ pub fn cannot_mount() -> Option<&'static str> {
 #[macro_export]
 macro_rules! require_mount {
     () => {
-        if let Some(why) = common::cannot_mount() {
+        if let Some(why) = $crate::common::cannot_mount() {
             // Straight to the descriptor: the test harness captures
             // `eprintln!` of passing tests, and a skip must be seen.
             use std::io::Write as _;
@@ -36,12 +38,40 @@ macro_rules! require_mount {
     };
 }
 
+/// Declares, for each generic test body `name::<T>()`, a module `name`
+/// with one test per inode table (`name::lockref`, `name::virtiofsd`),
+/// each skipped, saying why, where mounting is impossible.
+#[macro_export]
+macro_rules! on_both_tables {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn lockref() {
+                $crate::require_mount!();
+                super::$name::<lockref_fuse::LockrefTable>();
+            }
+
+            #[test]
+            fn virtiofsd() {
+                $crate::require_mount!();
+                super::$name::<lockref_fuse::VirtiofsdTable>();
+            }
+        }
+    )+};
+}
+
 /// Open descriptors of this process.
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
 /// A mounted passthrough of a fresh temporary directory.
+///
+/// The shared directory and the mount point each sit one level inside a
+/// temporary directory of their own (`…/share`, `…/mnt`), so that `..`
+/// of the share's root names a host directory the mount cannot reach:
+/// [`Mount::host`]`("../x")` is outside the share, and a relative symlink
+/// that climbs out of it resolves elsewhere through the mount.
 pub struct Mount<T: InodeTable> {
     pub fs: Arc<Passthrough<T>>,
     session: Option<fuser::BackgroundSession>,
@@ -51,26 +81,34 @@ pub struct Mount<T: InodeTable> {
 }
 
 impl<T: InodeTable> Mount<T> {
+    /// Mounted with 4 serving threads.
     pub fn new() -> Self {
+        Self::with_threads(4)
+    }
+
+    pub fn with_threads(threads: usize) -> Self {
         let src = tempfile::tempdir().unwrap();
         let mnt = tempfile::tempdir().unwrap();
+        let (source, mountpoint) = (src.path().join("share"), mnt.path().join("mnt"));
+        std::fs::create_dir(&source).unwrap();
+        std::fs::create_dir(&mountpoint).unwrap();
         // Others must reach the mount point for the unprivileged tests.
-        for d in [src.path(), mnt.path()] {
+        for d in [src.path(), mnt.path(), &source, &mountpoint] {
             std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o755))
                 .unwrap();
         }
-        let fs = Arc::new(Passthrough::<T>::new(src.path()).unwrap());
+        let fs = Arc::new(Passthrough::<T>::new(&source).unwrap());
         let config = MountConfig {
             fsname: "lockref-fuse-test".into(),
-            threads: 4,
+            threads,
             allow_other: true,
         };
-        let session = lockref_fuse::mount::spawn(fs.clone(), mnt.path(), &config).unwrap();
+        let session = lockref_fuse::mount::spawn(fs.clone(), &mountpoint, &config).unwrap();
         Mount {
             fs,
             session: Some(session),
-            source: src.path().to_path_buf(),
-            mnt: mnt.path().to_path_buf(),
+            source,
+            mnt: mountpoint,
             _dirs: (src, mnt),
         }
     }
@@ -118,6 +156,31 @@ impl<T: InodeTable> Drop for Mount<T> {
             }
         }
     }
+}
+
+/// `drop_caches` and the descriptor count are process- and machine-wide:
+/// the tests that assert on them run one at a time.
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs `body` on a fresh mount, then checks that the kernel gave every
+/// reference back (the table holds only the root), that no handle is left
+/// open, that every FORGET matched, and that no host descriptor leaked.
+pub fn with_mount<T: InodeTable>(body: impl FnOnce(&Mount<T>)) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let fds_before = open_fds();
+    let m = Mount::<T>::new();
+    body(&m);
+    assert!(
+        m.forget_all(),
+        "{}: {} inodes left after drop_caches, expected only the root",
+        T::NAME,
+        m.fs.table().inodes()
+    );
+    assert_eq!(m.fs.open_handles(), 0, "handles left open");
+    let fs = m.unmount();
+    assert_eq!(fs.refused_forgets(), 0, "the kernel's FORGETs all matched");
+    drop(fs);
+    assert_eq!(open_fds(), fds_before, "host descriptors leaked");
 }
 
 /// Runs `cmd` (with `sh -c`), asserting success; returns its stdout.
