@@ -166,9 +166,14 @@ pub static SERIAL: Mutex<()> = Mutex::new(());
 /// reference back (the table holds only the root), that no handle is left
 /// open, that every FORGET matched, and that no host descriptor leaked.
 pub fn with_mount<T: InodeTable>(body: impl FnOnce(&Mount<T>)) {
+    with_mount_threads(4, body);
+}
+
+/// [`with_mount`] with `threads` serving threads.
+pub fn with_mount_threads<T: InodeTable>(threads: usize, body: impl FnOnce(&Mount<T>)) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let fds_before = open_fds();
-    let m = Mount::<T>::new();
+    let m = Mount::<T>::with_threads(threads);
     body(&m);
     assert!(
         m.forget_all(),
