@@ -86,7 +86,14 @@ impl<T: InodeTable> Mount<T> {
         Self::with_threads(4)
     }
 
+    /// Mounted with `threads` serving threads.
     pub fn with_threads(threads: usize) -> Self {
+        Self::with(threads, lockref_fuse::DEFAULT_TTL)
+    }
+
+    /// Mounted with `threads` serving threads, the kernel trusting entries
+    /// and attributes for `ttl` (zero: every path walk reaches the server).
+    pub fn with(threads: usize, ttl: Duration) -> Self {
         let src = tempfile::tempdir().unwrap();
         let mnt = tempfile::tempdir().unwrap();
         let (source, mountpoint) = (src.path().join("share"), mnt.path().join("mnt"));
@@ -97,7 +104,7 @@ impl<T: InodeTable> Mount<T> {
             std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o755))
                 .unwrap();
         }
-        let fs = Arc::new(Passthrough::<T>::new(&source).unwrap());
+        let fs = Arc::new(Passthrough::<T>::with_ttl(&source, ttl).unwrap());
         let config = MountConfig {
             fsname: "lockref-fuse-test".into(),
             threads,
@@ -171,9 +178,18 @@ pub fn with_mount<T: InodeTable>(body: impl FnOnce(&Mount<T>)) {
 
 /// [`with_mount`] with `threads` serving threads.
 pub fn with_mount_threads<T: InodeTable>(threads: usize, body: impl FnOnce(&Mount<T>)) {
+    with_mount_options(threads, lockref_fuse::DEFAULT_TTL, body);
+}
+
+/// [`with_mount`] on [`Mount::with`]`(threads, ttl)`.
+pub fn with_mount_options<T: InodeTable>(
+    threads: usize,
+    ttl: Duration,
+    body: impl FnOnce(&Mount<T>),
+) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let fds_before = open_fds();
-    let m = Mount::<T>::with_threads(threads);
+    let m = Mount::<T>::with(threads, ttl);
     body(&m);
     assert!(
         m.forget_all(),
