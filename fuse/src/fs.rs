@@ -2,8 +2,10 @@
 //! [`InodeTable`].
 //!
 //! Every request names inodes by node id; each is looked up in the table
-//! (a reference held for the request) and acted on through its `O_PATH`
-//! descriptor with `*at` system calls on checked single names, so nothing
+//! (a reference held for the request) and acted on through an `O_PATH`
+//! descriptor of its host inode (held, or reopened from its file handle
+//! into the bounded cache: [`Live`]) with `*at` system calls on checked
+//! single names, so nothing
 //! outside the mirrored directory is reachable. Requests run with the
 //! caller's filesystem credentials (`creds.rs`). The fuser glue is in
 //! `server.rs`.
@@ -11,11 +13,13 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::ops::ControlFlow;
-use std::os::fd::{AsFd, OwnedFd};
+use std::ops::Deref;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use fuser::{
@@ -27,9 +31,12 @@ use nix::sys::stat::Mode;
 use nix::sys::time::TimeSpec;
 
 use crate::creds::{self, AsCaller};
+use crate::descriptors::{DescriptorStats, Descriptors};
+use crate::file_handle;
 use crate::handles::{DirStream, Handles, Open};
 use crate::host::{self, check_name, errno, stat_fd};
-use crate::table::{InodeTable, ROOT_ID};
+use crate::host_inode::{DescriptorSlot, HostInode};
+use crate::table::{InodeData, InodeTable, ROOT_ID};
 
 /// How long the kernel may trust an entry or attributes without asking,
 /// unless [`Passthrough::with_ttl`] says otherwise.
@@ -42,12 +49,94 @@ const MAX_READ: u32 = 1 << 20;
 /// Node ids are never reused, so one generation serves.
 pub(crate) const GENERATION: Generation = Generation(0);
 
+/// How the inode table names host inodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HostInodes {
+    /// By file handle (`name_to_handle_at`), reopened into a bounded cache
+    /// of descriptors when a request needs one: no descriptor per inode
+    /// the kernel remembers. Needs a filesystem that gives handles and a
+    /// server with `CAP_DAC_READ_SEARCH` (root).
+    #[default]
+    ByFileHandle,
+    /// By an `O_PATH` descriptor held while the kernel remembers the inode:
+    /// for a filesystem without file handles, or a server that is not
+    /// root. A user with many files can exhaust the server's descriptors.
+    ByDescriptor,
+}
+
+/// How to serve: [`Passthrough::with_options`].
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// How long the kernel may trust entries and attributes.
+    pub ttl: Duration,
+    /// How host inodes are named.
+    pub host_inodes: HostInodes,
+    /// The most reopened descriptors kept ([`HostInodes::ByFileHandle`]);
+    /// `None`: half the hard limit on open descriptors (which the mount
+    /// raises the soft limit to), at most 65,536.
+    pub descriptor_budget: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            ttl: DEFAULT_TTL,
+            host_inodes: HostInodes::default(),
+            descriptor_budget: None,
+        }
+    }
+}
+
+/// The default descriptor budget: half the hard limit, at most 65,536.
+fn default_budget() -> usize {
+    let hard = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map_or(1024, |(_, hard)| hard);
+    usize::try_from(hard / 2)
+        .unwrap_or(usize::MAX)
+        .clamp(16, 1 << 16)
+}
+
+/// An inode referenced for a request, with a descriptor of its host inode
+/// for the request's length: the one it holds, or one from the descriptor
+/// cache (kept open by this reference even if evicted meanwhile).
+pub(crate) struct Live<R> {
+    pub(crate) inode: R,
+    /// `Some` exactly when the inode is named by file handle
+    /// ([`Passthrough::live`] reopens every such inode).
+    reopened: Option<Arc<OwnedFd>>,
+}
+
+impl<R: Deref<Target: Deref<Target = InodeData>>> Live<R> {
+    /// The host inode's `O_PATH` descriptor.
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        match (&self.reopened, &self.inode.host) {
+            (Some(fd), _) => fd.as_fd(),
+            (None, HostInode::Descriptor(fd)) => fd.as_fd(),
+            (None, HostInode::Handle { .. }) => {
+                unreachable!("Passthrough::live reopens every inode named by handle")
+            }
+        }
+    }
+}
+
+impl<R: Deref<Target: Deref<Target = InodeData>>> Deref for Live<R> {
+    type Target = InodeData;
+    fn deref(&self) -> &InodeData {
+        &self.inode
+    }
+}
+
 /// The filesystem's state, shared by every serving thread (and kept by
 /// tests, to look at the table after an unmount).
 pub struct Passthrough<T: InodeTable> {
     /// Dropped before the table: handles hold table references.
     pub(crate) handles: Handles<T::Ref>,
     table: T,
+    /// A descriptor of the share's root, through which file handles are
+    /// reopened, and its mount's id; `None` when inodes are named by
+    /// descriptor.
+    by_handle: Option<(OwnedFd, i32)>,
+    descriptors: Descriptors,
     server_is_root: bool,
     refused_forgets: AtomicU64,
     pub(crate) ttl: Duration,
@@ -106,24 +195,83 @@ impl<T: InodeTable> Passthrough<T> {
     ///
     /// The host's error opening or statting `source`.
     pub fn with_ttl(source: &Path, ttl: Duration) -> std::io::Result<Self> {
+        Self::with_options(
+            source,
+            Options {
+                ttl,
+                ..Options::default()
+            },
+        )
+    }
+
+    /// Mirrors `source` as `options` say.
+    ///
+    /// # Errors
+    ///
+    /// The host's error opening or statting `source`; with
+    /// [`HostInodes::ByFileHandle`], `Unsupported` with what to do instead
+    /// where `source`'s filesystem gives no file handles or the server
+    /// cannot reopen them (it is not root).
+    pub fn with_options(source: &Path, options: Options) -> std::io::Result<Self> {
         let fd = nix::fcntl::open(
             source,
             OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
             Mode::empty(),
         )?;
         let st = nix::sys::stat::fstat(&fd)?;
+        let by_handle = match options.host_inodes {
+            HostInodes::ByDescriptor => None,
+            HostInodes::ByFileHandle => Some(Self::check_file_handles(source, &fd)?),
+        };
         // The kernel applied the caller's umask already; the host must not
         // apply ours on top (virtiofsd does the same).
         nix::sys::stat::umask(Mode::empty());
         Ok(Passthrough {
             handles: Handles::new(),
-            table: T::new(fd, host::key_of(&st)),
+            table: T::new(HostInode::Descriptor(fd), host::key_of(&st)),
+            by_handle,
+            descriptors: Descriptors::new(options.descriptor_budget.unwrap_or_else(default_budget)),
             server_is_root: creds::can_switch(),
             refused_forgets: AtomicU64::new(0),
-            ttl,
+            ttl: options.ttl,
             #[cfg(feature = "testing")]
             fault: crate::fault::LookupFault::new(),
         })
+    }
+
+    /// That the share's root gives a file handle and that this process can
+    /// reopen it; returns a descriptor of the root to reopen handles
+    /// through, and its mount's id.
+    fn check_file_handles(source: &Path, root: &OwnedFd) -> std::io::Result<(OwnedFd, i32)> {
+        let advice = "serve it with --inode-descriptors (HostInodes::ByDescriptor), which \
+                      keeps a descriptor per inode the kernel remembers";
+        let refuse = |why: String| std::io::Error::new(std::io::ErrorKind::Unsupported, why);
+        let (handle, mount_id) = file_handle::handle_of(root.as_fd()).map_err(|e| {
+            refuse(format!(
+                "{}: its filesystem gives no file handles (name_to_handle_at: {e}); {advice}",
+                source.display()
+            ))
+        })?;
+        // The handle is reopened through a descriptor that is not O_PATH:
+        // open_by_handle_at refuses those (EBADF) on some kernels.
+        let mount = nix::fcntl::open(
+            source,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        file_handle::open_handle(mount.as_fd(), &handle).map_err(|e| {
+            refuse(format!(
+                "{}: cannot reopen a file handle (open_by_handle_at: {e}; it needs \
+                 CAP_DAC_READ_SEARCH: run as root); {advice}",
+                source.display()
+            ))
+        })?;
+        Ok((mount, mount_id))
+    }
+
+    /// The descriptor cache's budget and what it has done.
+    pub fn descriptor_stats(&self) -> DescriptorStats {
+        self.descriptors.stats()
     }
 
     /// Test builds (feature `testing`): after `allowed` more lookups, every
@@ -154,8 +302,53 @@ impl<T: InodeTable> Passthrough<T> {
         self.refused_forgets.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn inode(&self, id: INodeNo) -> Result<T::Ref, Errno> {
-        self.table.get(id.0).ok_or(Errno::ESTALE)
+    /// The inode of node id `id`, referenced for a request, with its host
+    /// descriptor. Called before the request switches to the caller's
+    /// credentials: reopening a file handle needs the server's own.
+    pub(crate) fn inode(&self, id: INodeNo) -> Result<Live<T::Ref>, Errno> {
+        let inode = self.table.get(id.0).ok_or(Errno::ESTALE)?;
+        self.live(inode)
+    }
+
+    /// `inode` with its host descriptor: a file handle is reopened unless
+    /// the cache holds its descriptor.
+    pub(crate) fn live(&self, inode: T::Ref) -> Result<Live<T::Ref>, Errno> {
+        let reopened = match (&inode.host, &self.by_handle) {
+            (HostInode::Descriptor(_), _) => None,
+            (HostInode::Handle { handle, slot }, Some((mount, _))) => {
+                Some(match Descriptors::cached(slot) {
+                    Some(fd) => fd,
+                    None => {
+                        let fd = file_handle::open_handle(mount.as_fd(), handle)?;
+                        self.descriptors.install(slot, fd)
+                    }
+                })
+            }
+            // Handles are made only when inodes are named by handle.
+            (HostInode::Handle { .. }, None) => return Err(Errno::EIO),
+        };
+        Ok(Live { inode, reopened })
+    }
+
+    /// The host inode for the table to keep for `fd`, just opened on a
+    /// new inode: its file handle, with `fd` cached in a new slot (which
+    /// `fresh` receives, to enter it in the cache's clock once the table
+    /// has taken it), or `fd` itself when inodes are named by descriptor,
+    /// the filesystem gives this inode no handle, or it is on another
+    /// mount than the share's root (a handle reopens only on its own).
+    fn host_inode(&self, fd: OwnedFd, fresh: &mut Option<Arc<DescriptorSlot>>) -> HostInode {
+        let Some((_, root_mount)) = &self.by_handle else {
+            return HostInode::Descriptor(fd);
+        };
+        match file_handle::handle_of(fd.as_fd()) {
+            Ok((handle, mount)) if mount == *root_mount => {
+                let slot = Arc::new(DescriptorSlot::default());
+                *slot.fd.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(fd));
+                *fresh = Some(slot.clone());
+                HostInode::Handle { handle, slot }
+            }
+            _ => HostInode::Descriptor(fd),
+        }
     }
 
     pub(crate) fn as_caller(&self, req: &Request) -> Result<AsCaller, Errno> {
@@ -164,23 +357,29 @@ impl<T: InodeTable> Passthrough<T> {
 
     /// Looks `name` up in the directory `parent` on the host and counts one
     /// kernel lookup on it: the attributes to reply with.
-    fn lookup_child(&self, parent: &T::Ref, name: &OsStr) -> Result<FileAttr, Errno> {
+    fn lookup_child(&self, parent: &Live<T::Ref>, name: &OsStr) -> Result<FileAttr, Errno> {
         #[cfg(feature = "testing")]
         self.fault.check()?;
         let fd = nix::fcntl::openat(
-            &parent.fd,
+            parent.fd(),
             name,
             OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::empty(),
         )
         .map_err(errno)?;
         let st = stat_fd(fd.as_fd())?;
-        let id = self.table.lookup(host::key_of(&st), || fd);
+        let mut fresh = None;
+        let id = self
+            .table
+            .lookup(host::key_of(&st), || self.host_inode(fd, &mut fresh));
+        if let Some(slot) = fresh {
+            self.descriptors.register(&slot);
+        }
         Ok(host::attr(&st, id))
     }
 
-    pub(crate) fn attr_of(&self, inode: &T::Ref) -> Result<FileAttr, Errno> {
-        Ok(host::attr(&stat_fd(inode.fd.as_fd())?, inode.id))
+    pub(crate) fn attr_of(&self, inode: &Live<T::Ref>) -> Result<FileAttr, Errno> {
+        Ok(host::attr(&stat_fd(inode.fd())?, inode.id))
     }
 
     pub(crate) fn do_lookup(
@@ -213,9 +412,9 @@ impl<T: InodeTable> Passthrough<T> {
         } = change;
         let inode = self.inode(ino)?;
         let _as = self.as_caller(req)?;
-        let st = stat_fd(inode.fd.as_fd())?;
+        let st = stat_fd(inode.fd())?;
         let is_symlink = host::file_type(st.st_mode) == fuser::FileType::Symlink;
-        let path = host::proc_path(inode.fd.as_fd());
+        let path = host::proc_path(inode.fd());
         // Through /proc: the jump of the magic link lands on the inode
         // itself, a symlink included (which the host then refuses a mode
         // change, as Linux does, and gives new times).
@@ -230,7 +429,7 @@ impl<T: InodeTable> Passthrough<T> {
         }
         if uid.is_some() || gid.is_some() {
             nix::unistd::fchownat(
-                &inode.fd,
+                inode.fd(),
                 "",
                 uid.map(nix::unistd::Uid::from_raw),
                 gid.map(nix::unistd::Gid::from_raw),
@@ -254,7 +453,7 @@ impl<T: InodeTable> Passthrough<T> {
             && atime.is_none()
             && mtime.is_none();
         if ctime || names_nothing {
-            let _ = nix::unistd::fchownat(&inode.fd, "", None, None, AtFlags::AT_EMPTY_PATH);
+            let _ = nix::unistd::fchownat(inode.fd(), "", None, None, AtFlags::AT_EMPTY_PATH);
         }
         if let Some(size) = size {
             let len = i64::try_from(size).map_err(|_| Errno::EFBIG)?;
@@ -286,12 +485,12 @@ impl<T: InodeTable> Passthrough<T> {
         req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        make: impl FnOnce(&OwnedFd, &OsStr) -> nix::Result<()>,
+        make: impl FnOnce(BorrowedFd<'_>, &OsStr) -> nix::Result<()>,
     ) -> Result<FileAttr, Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         let _as = self.as_caller(req)?;
-        make(&parent.fd, name).map_err(errno)?;
+        make(parent.fd(), name).map_err(errno)?;
         self.lookup_child(&parent, name)
     }
 
@@ -306,7 +505,7 @@ impl<T: InodeTable> Passthrough<T> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         let _as = self.as_caller(req)?;
-        nix::unistd::unlinkat(&parent.fd, name, how).map_err(errno)
+        nix::unistd::unlinkat(parent.fd(), name, how).map_err(errno)
     }
 
     pub(crate) fn do_open(
@@ -317,7 +516,7 @@ impl<T: InodeTable> Passthrough<T> {
     ) -> Result<FileHandle, Errno> {
         let inode = self.inode(ino)?;
         let _as = self.as_caller(req)?;
-        let st = stat_fd(inode.fd.as_fd())?;
+        let st = stat_fd(inode.fd())?;
         match host::file_type(st.st_mode) {
             fuser::FileType::Symlink => return Err(Errno::ELOOP),
             fuser::FileType::Directory => return Err(Errno::EISDIR),
@@ -327,12 +526,12 @@ impl<T: InodeTable> Passthrough<T> {
         let flags = OFlag::from_bits_truncate(flags.0)
             & !(OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOCTTY | OFlag::O_NOFOLLOW);
         let fd = nix::fcntl::open(
-            host::proc_path(inode.fd.as_fd()).as_c_str(),
+            host::proc_path(inode.fd()).as_c_str(),
             flags | OFlag::O_CLOEXEC,
             Mode::empty(),
         )
         .map_err(errno)?;
-        Ok(self.handles.add(inode, Open::File(File::from(fd))))
+        Ok(self.handles.add(inode.inode, Open::File(File::from(fd))))
     }
 
     pub(crate) fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
@@ -389,9 +588,9 @@ impl<T: InodeTable> Passthrough<T> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         let _as = self.as_caller(req)?;
-        let mode = self.creation_mode(&parent.fd, mode & 0o7777, umask);
+        let mode = self.creation_mode(parent.fd(), mode & 0o7777, umask);
         let fd = host::create_file(
-            &parent.fd,
+            parent.fd(),
             name,
             OFlag::from_bits_truncate(flags),
             Mode::from_bits_truncate(mode),
@@ -406,8 +605,8 @@ impl<T: InodeTable> Passthrough<T> {
     pub(crate) fn do_opendir(&self, req: &Request, ino: INodeNo) -> Result<FileHandle, Errno> {
         let inode = self.inode(ino)?;
         let _as = self.as_caller(req)?;
-        let stream = DirStream::open(&inode.fd)?;
-        Ok(self.handles.add(inode, Open::Dir(stream)))
+        let stream = DirStream::open(inode.fd())?;
+        Ok(self.handles.add(inode.inode, Open::Dir(stream)))
     }
 
     pub(crate) fn do_readdirplus(
@@ -435,7 +634,7 @@ impl<T: InodeTable> Passthrough<T> {
             let name = OsStr::from_bytes(entry.name);
             if name == "." || name == ".." {
                 // The kernel counts no lookup for these: none is taken.
-                let st = match nix::sys::stat::fstatat(&dir.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+                let st = match nix::sys::stat::fstatat(dir.fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW)
                 {
                     Ok(st) => st,
                     Err(e) => {
@@ -489,7 +688,7 @@ impl<T: InodeTable> Passthrough<T> {
         mask: AccessFlags,
     ) -> Result<(), Errno> {
         let inode = self.inode(ino)?;
-        let st = stat_fd(inode.fd.as_fd())?;
+        let st = stat_fd(inode.fd())?;
         let groups = creds::groups_of(req.pid());
         if host::may_access(&st, mask.bits(), req.uid(), req.gid(), &groups) {
             Ok(())

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::mem::MaybeUninit;
 use std::ops::ControlFlow;
-use std::os::fd::OwnedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -127,9 +127,9 @@ impl DirStream {
     /// Opens `fd`'s directory for listing. Through /proc, as a file is
     /// reopened: open(2) of a directory needs read permission only, where
     /// `openat(fd, ".")` would need search permission on it too.
-    pub(crate) fn open(fd: &OwnedFd) -> Result<Self, Errno> {
+    pub(crate) fn open(fd: BorrowedFd<'_>) -> Result<Self, Errno> {
         let dir_fd = nix::fcntl::open(
-            crate::host::proc_path(std::os::fd::AsFd::as_fd(fd)).as_c_str(),
+            crate::host::proc_path(fd).as_c_str(),
             OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
             Mode::empty(),
         )

@@ -77,7 +77,7 @@ pub fn proc_path(fd: BorrowedFd<'_>) -> CString {
 /// opened (an open of a FIFO waits for its other end, which would hang the
 /// serving thread for good).
 pub fn create_file(
-    dir: &std::os::fd::OwnedFd,
+    dir: BorrowedFd<'_>,
     name: &OsStr,
     flags: nix::fcntl::OFlag,
     mode: nix::sys::stat::Mode,
@@ -205,7 +205,7 @@ mod tests {
         let (done, wait) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let r = create_file(
-                &dir_fd,
+                std::os::fd::AsFd::as_fd(&dir_fd),
                 OsStr::new("fifo"),
                 OFlag::O_WRONLY,
                 Mode::from_bits_truncate(0o644),
@@ -223,13 +223,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dir_fd: std::os::fd::OwnedFd = std::fs::File::open(dir.path()).unwrap().into();
         let mode = Mode::from_bits_truncate(0o644);
-        let made = create_file(&dir_fd, OsStr::new("f"), OFlag::O_RDWR, mode).unwrap();
+        let made = create_file(
+            std::os::fd::AsFd::as_fd(&dir_fd),
+            OsStr::new("f"),
+            OFlag::O_RDWR,
+            mode,
+        )
+        .unwrap();
         let flags = nix::fcntl::fcntl(&made, nix::fcntl::FcntlArg::F_GETFL).unwrap();
         assert_eq!(
             OFlag::from_bits_truncate(flags) & OFlag::O_NONBLOCK,
             OFlag::empty()
         );
-        let again = create_file(&dir_fd, OsStr::new("f"), OFlag::O_WRONLY, mode).unwrap();
+        let again = create_file(
+            std::os::fd::AsFd::as_fd(&dir_fd),
+            OsStr::new("f"),
+            OFlag::O_WRONLY,
+            mode,
+        )
+        .unwrap();
         let flags = nix::fcntl::fcntl(&again, nix::fcntl::FcntlArg::F_GETFL).unwrap();
         assert_eq!(
             OFlag::from_bits_truncate(flags) & OFlag::O_NONBLOCK,
@@ -237,7 +249,7 @@ mod tests {
             "blocking again"
         );
         let excl = create_file(
-            &dir_fd,
+            std::os::fd::AsFd::as_fd(&dir_fd),
             OsStr::new("f"),
             OFlag::O_WRONLY | OFlag::O_EXCL,
             mode,

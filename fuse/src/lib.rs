@@ -33,20 +33,28 @@
 //! | the caller's credentials per request | `creds.rs` |
 //! | mount options, [`mount::spawn`], [`mount::serve`] | `mount.rs` |
 //! | names, attributes, `/proc/self/fd` | `host.rs` |
+//! | a host inode: a descriptor, or a file handle and its slot | `host_inode.rs` |
+//! | `name_to_handle_at`, `open_by_handle_at` | `file_handle.rs` |
+//! | the bounded cache of reopened descriptors | `descriptors.rs` |
 //! | extended attributes and POSIX ACLs | `xattr.rs` |
 //! | fallocate, `SEEK_DATA`/`SEEK_HOLE`, copy_file_range | `ranges.rs` |
 //! | [`RequestMix`]: the tables' share of requests, for measurements | `workload.rs` |
 
 #[cfg(feature = "server")]
 mod creds;
+#[cfg(feature = "server")]
+mod descriptors;
 #[cfg(feature = "testing")]
 mod fault;
+#[cfg(feature = "server")]
+mod file_handle;
 #[cfg(feature = "server")]
 mod fs;
 #[cfg(feature = "server")]
 mod handles;
 #[cfg(feature = "server")]
 pub mod host;
+mod host_inode;
 mod lockref_inodes;
 #[cfg(feature = "server")]
 pub mod mount;
@@ -61,7 +69,10 @@ mod workload;
 mod xattr;
 
 #[cfg(feature = "server")]
-pub use crate::fs::{Passthrough, DEFAULT_TTL};
+pub use crate::descriptors::DescriptorStats;
+#[cfg(feature = "server")]
+pub use crate::fs::{HostInodes, Options, Passthrough, DEFAULT_TTL};
+pub use crate::host_inode::{DescriptorSlot, FileHandleBytes, HostInode};
 pub use crate::lockref_inodes::{LockrefInode, LockrefTable};
 #[cfg(feature = "server")]
 pub use crate::mount::MountConfig;

@@ -4,14 +4,14 @@
 //! inode (no lock, no other shared write); the kernel's lookups are the
 //! table's peer references (`Handle::into_id`), given back by `FORGET`
 //! without a lock unless they are the last; an inode with no reference
-//! left dies (the table removes it and drops its descriptor). No `unsafe`
+//! left dies (the table removes it and drops its host descriptor). No `unsafe`
 //! here: the table does the counting, the removal and the deferred free.
 
 use std::ops::Deref;
-use std::os::fd::OwnedFd;
 
 use lockref_table::{Config, Handle, Table, TableError};
 
+use crate::host_inode::HostInode;
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 
 /// An inode of the counted table.
@@ -40,7 +40,7 @@ impl InodeTable for LockrefTable {
     type Ref = Handle<Key, LockrefInode>;
     const NAME: &'static str = "lockref";
 
-    fn new(root: OwnedFd, key: Key) -> Self {
+    fn new(root: HostInode, key: Key) -> Self {
         // No inode is kept at zero (the kernel forgot it and nothing has it
         // open): its host descriptor is closed.
         let table = Table::new(Config {
@@ -49,16 +49,24 @@ impl InodeTable for LockrefTable {
             first_id: ROOT_ID,
         });
         let root = table.find_or_insert_with(key, |id| LockrefInode {
-            data: InodeData { id, key, fd: root },
+            data: InodeData {
+                id,
+                key,
+                host: root,
+            },
         });
         debug_assert_eq!(root.id(), ROOT_ID);
         LockrefTable { table, _root: root }
     }
 
-    fn lookup<F: FnOnce() -> OwnedFd>(&self, key: Key, fd: F) -> u64 {
+    fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
         self.table
             .find_or_insert_with(key, |id| LockrefInode {
-                data: InodeData { id, key, fd: fd() },
+                data: InodeData {
+                    id,
+                    key,
+                    host: host(),
+                },
             })
             // The reference is now the kernel's, given back by `forget`.
             .into_id()

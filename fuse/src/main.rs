@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, ValueEnum};
-use lockref_fuse::{InodeTable, LockrefTable, MountConfig, Passthrough, VirtiofsdTable};
+use lockref_fuse::{
+    HostInodes, InodeTable, LockrefTable, MountConfig, Options, Passthrough, VirtiofsdTable,
+};
 
 /// Which inode table counts the inodes.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -50,10 +52,30 @@ struct Args {
     /// /etc/fuse.conf.
     #[arg(long)]
     allow_other: bool,
+    /// Keep an O_PATH descriptor per inode the kernel remembers, instead of
+    /// its file handle: for a SOURCE whose filesystem gives no file handles,
+    /// or a server that is not root (reopening a handle needs
+    /// CAP_DAC_READ_SEARCH). Then one user with many files can exhaust the
+    /// server's descriptors for everyone.
+    #[arg(long)]
+    inode_descriptors: bool,
+    /// The most reopened descriptors kept for inodes named by file handle
+    /// (default: half the hard limit on open descriptors, at most 65536).
+    #[arg(long)]
+    descriptor_budget: Option<usize>,
 }
 
 fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
-    let fs = Arc::new(Passthrough::<T>::new(&args.source)?);
+    let options = Options {
+        host_inodes: if args.inode_descriptors {
+            HostInodes::ByDescriptor
+        } else {
+            HostInodes::ByFileHandle
+        },
+        descriptor_budget: args.descriptor_budget,
+        ..Options::default()
+    };
+    let fs = Arc::new(Passthrough::<T>::with_options(&args.source, options)?);
     let config = MountConfig {
         threads: usize::from(args.threads),
         allow_other: args.allow_other,

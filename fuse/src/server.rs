@@ -2,7 +2,6 @@
 //! [`Passthrough`] and its result sent as the reply (or its errno).
 
 use std::ffi::OsStr;
-use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -114,7 +113,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
         let r = self.0.inode(ino).and_then(|i| {
             let _as = self.0.as_caller(req)?;
-            nix::fcntl::readlinkat(&i.fd, "").map_err(errno)
+            nix::fcntl::readlinkat(i.fd(), "").map_err(errno)
         });
         reply_with!(reply, r, |t| reply.data(t.as_bytes()));
     }
@@ -198,7 +197,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
             let to = self.0.inode(newparent)?;
             let flags = nix::fcntl::RenameFlags::from_bits(flags.bits()).ok_or(Errno::EINVAL)?;
             let _as = self.0.as_caller(req)?;
-            nix::fcntl::renameat2(&from.fd, name, &to.fd, newname, flags).map_err(errno)
+            nix::fcntl::renameat2(from.fd(), name, to.fd(), newname, flags).map_err(errno)
         })();
         reply_with!(reply, r, |()| reply.ok());
     }
@@ -212,7 +211,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         reply: ReplyEntry,
     ) {
         let r = self.0.inode(ino).and_then(|inode| {
-            let path = host::proc_path(inode.fd.as_fd());
+            let path = host::proc_path(inode.fd());
             // Through /proc (AT_SYMLINK_FOLLOW jumps to the inode), not
             // AT_EMPTY_PATH, which needs CAP_DAC_READ_SEARCH the caller
             // may lack.
@@ -386,7 +385,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
     ) {
         let r = self.0.inode(ino).and_then(|i| {
             let fd = nix::fcntl::openat(
-                &i.fd,
+                i.fd(),
                 ".",
                 OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
                 Mode::empty(),
@@ -401,7 +400,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         let r = self
             .0
             .inode(ino)
-            .and_then(|i| nix::sys::statvfs::fstatvfs(&i.fd).map_err(errno));
+            .and_then(|i| nix::sys::statvfs::fstatvfs(i.fd()).map_err(errno));
         reply_with!(reply, r, |s| reply.statfs(
             s.blocks(),
             s.blocks_free(),

@@ -5,7 +5,8 @@
 
 use std::fmt;
 use std::ops::Deref;
-use std::os::fd::OwnedFd;
+
+use crate::host_inode::HostInode;
 
 /// A host inode's identity: device and inode number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,9 +24,10 @@ pub struct InodeData {
     pub id: u64,
     /// The host inode.
     pub key: Key,
-    /// An `O_PATH` descriptor of the host inode: every operation on the
-    /// inode goes through it (`*at` calls, `/proc/self/fd`).
-    pub fd: OwnedFd,
+    /// The host inode: a descriptor held, or a file handle reopened when a
+    /// request needs a descriptor (every operation on the inode goes
+    /// through one: `*at` calls, `/proc/self/fd`).
+    pub host: HostInode,
 }
 
 /// The FUSE root's node id.
@@ -74,15 +76,15 @@ pub trait InodeTable: Send + Sync + 'static {
     /// Which table this is, for reports.
     const NAME: &'static str;
 
-    /// A table holding the root, whose host descriptor is `root`.
-    fn new(root: OwnedFd, key: Key) -> Self;
+    /// A table holding the root, the host inode `root`.
+    fn new(root: HostInode, key: Key) -> Self;
 
     /// One more of the kernel's lookups (for a `LOOKUP`, `CREATE`,
     /// `MKDIR`, ... reply, sent right after) on the inode of `key`,
-    /// inserted with the descriptor `fd` returns if absent (`fd` is not
+    /// inserted as the host inode `host` returns if absent (`host` is not
     /// called, and whatever it owns is dropped, if the inode is there).
     /// Returns the node id to reply with.
-    fn lookup<F: FnOnce() -> OwnedFd>(&self, key: Key, fd: F) -> u64;
+    fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64;
 
     /// The inode of node id `id`, referenced, if the kernel may name it.
     fn get(&self, id: u64) -> Option<Self::Ref>;

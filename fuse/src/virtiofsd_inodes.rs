@@ -7,10 +7,10 @@
 //! the kernel's count reaches zero.
 
 use std::collections::HashMap;
-use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use crate::host_inode::HostInode;
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 
 /// An inode of the locked table.
@@ -52,9 +52,9 @@ impl VirtiofsdTable {
         self.store.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn insert(store: &mut Store, id: u64, key: Key, fd: OwnedFd, lookups: u64) {
+    fn insert(store: &mut Store, id: u64, key: Key, host: HostInode, lookups: u64) {
         let inode = Arc::new(VirtiofsdInode {
-            data: InodeData { id, key, fd },
+            data: InodeData { id, key, host },
             kernel_lookups: AtomicU64::new(lookups),
         });
         store.by_id.insert(id, inode.clone());
@@ -66,7 +66,7 @@ impl InodeTable for VirtiofsdTable {
     type Ref = Arc<VirtiofsdInode>;
     const NAME: &'static str = "virtiofsd";
 
-    fn new(root: OwnedFd, key: Key) -> Self {
+    fn new(root: HostInode, key: Key) -> Self {
         let table = VirtiofsdTable {
             store: RwLock::new(Store::default()),
             next_id: AtomicU64::new(ROOT_ID + 1),
@@ -76,7 +76,7 @@ impl InodeTable for VirtiofsdTable {
         table
     }
 
-    fn lookup<F: FnOnce() -> OwnedFd>(&self, key: Key, fd: F) -> u64 {
+    fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
         if let Some(inode) = self.read().by_key.get(&key) {
             // Relaxed: under the store's lock, which orders it against the
             // forget that would remove the inode.
@@ -90,7 +90,7 @@ impl InodeTable for VirtiofsdTable {
         }
         // Relaxed: a unique number is all that is needed.
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        Self::insert(&mut store, id, key, fd(), 1);
+        Self::insert(&mut store, id, key, host(), 1);
         id
     }
 

@@ -2,8 +2,7 @@
 //! kernel or the host, for measuring the two tables side by side (the
 //! harness's `inodes` testcase).
 
-use std::os::fd::OwnedFd;
-
+use crate::host_inode::HostInode;
 use crate::table::{InodeTable, Key, ROOT_ID};
 
 /// A directory and a file in it, both known to the kernel, and per
@@ -20,8 +19,8 @@ pub struct RequestMix<T: InodeTable> {
 
 /// A descriptor for an inode that must already be in the table (never
 /// called after setup); `/` is always there to open.
-fn setup_fd() -> OwnedFd {
-    std::fs::File::open("/").expect("/ opens").into()
+fn setup_fd() -> HostInode {
+    HostInode::Descriptor(std::fs::File::open("/").expect("/ opens").into())
 }
 
 impl<T: InodeTable> RequestMix<T> {

@@ -15,7 +15,7 @@
 //! unwritable (`EPERM`), and `security.*` is readable but unwritable.
 
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 
 use fuser::{Errno, INodeNo, Request};
@@ -163,7 +163,7 @@ impl<T: InodeTable> Passthrough<T> {
         let name = check_xattr_name(name)?;
         may(name.as_bytes(), false, req.uid() == 0)?;
         let inode = self.inode(ino)?;
-        let path = host::proc_path(inode.fd.as_fd());
+        let path = host::proc_path(inode.fd());
         let _as = self.as_caller(req)?;
         let value = read_all(XATTR_SIZE_MAX, |buf| {
             rustix::fs::getxattr(path.as_c_str(), name, buf)
@@ -178,7 +178,7 @@ impl<T: InodeTable> Passthrough<T> {
         size: u32,
     ) -> Result<XattrReply, Errno> {
         let inode = self.inode(ino)?;
-        let path = host::proc_path(inode.fd.as_fd());
+        let path = host::proc_path(inode.fd());
         let _as = self.as_caller(req)?;
         let list = read_all(XATTR_LIST_MAX, |buf| {
             rustix::fs::listxattr(path.as_c_str(), buf)
@@ -204,7 +204,7 @@ impl<T: InodeTable> Passthrough<T> {
             .ok_or(Errno::EINVAL)?;
         may(name.as_bytes(), true, req.uid() == 0)?;
         let inode = self.inode(ino)?;
-        let path = host::proc_path(inode.fd.as_fd());
+        let path = host::proc_path(inode.fd());
         let _as = self.as_caller(req)?;
         rustix::fs::setxattr(path.as_c_str(), name, value, flags).map_err(io_errno)
     }
@@ -218,7 +218,7 @@ impl<T: InodeTable> Passthrough<T> {
         let name = check_xattr_name(name)?;
         may(name.as_bytes(), true, req.uid() == 0)?;
         let inode = self.inode(ino)?;
-        let path = host::proc_path(inode.fd.as_fd());
+        let path = host::proc_path(inode.fd());
         let _as = self.as_caller(req)?;
         rustix::fs::removexattr(path.as_c_str(), name).map_err(io_errno)
     }
@@ -229,8 +229,8 @@ impl<T: InodeTable> Passthrough<T> {
     /// set to 0) applies the directory's default ACL. As the host's own
     /// `open(O_CREAT)` does, the umask applies only where the directory
     /// has no default ACL.
-    pub(crate) fn creation_mode(&self, parent: &OwnedFd, mode: u32, umask: u32) -> u32 {
-        let path = host::proc_path(parent.as_fd());
+    pub(crate) fn creation_mode(&self, parent: BorrowedFd<'_>, mode: u32, umask: u32) -> u32 {
+        let path = host::proc_path(parent);
         match rustix::fs::getxattr_query(path.as_c_str(), DEFAULT_ACL) {
             Ok(len) if len > 0 => mode,
             _ => mode & !umask,

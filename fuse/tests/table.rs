@@ -2,12 +2,12 @@
 //! the kernel's input refused when it lies, with every count left as it
 //! was.
 
-use std::os::fd::OwnedFd;
+use lockref_fuse::{
+    ForgetError, HostInode, InodeTable, Key, LockrefTable, VirtiofsdTable, ROOT_ID,
+};
 
-use lockref_fuse::{ForgetError, InodeTable, Key, LockrefTable, VirtiofsdTable, ROOT_ID};
-
-fn fd() -> OwnedFd {
-    std::fs::File::open("/").unwrap().into()
+fn fd() -> HostInode {
+    HostInode::Descriptor(std::fs::File::open("/").unwrap().into())
 }
 
 fn key(ino: u64) -> Key {

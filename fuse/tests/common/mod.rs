@@ -94,6 +94,14 @@ impl<T: InodeTable> Mount<T> {
     /// Mounted with `threads` serving threads, the kernel trusting entries
     /// and attributes for `ttl` (zero: every path walk reaches the server).
     pub fn with(threads: usize, ttl: Duration) -> Self {
+        Self::made(threads, |source| {
+            Passthrough::<T>::with_ttl(source, ttl).unwrap()
+        })
+    }
+
+    /// Mounted with `threads` serving threads, serving what `make` makes
+    /// of the share's host directory.
+    pub fn made(threads: usize, make: impl FnOnce(&Path) -> Passthrough<T>) -> Self {
         let src = tempfile::tempdir().unwrap();
         let mnt = tempfile::tempdir().unwrap();
         let (source, mountpoint) = (src.path().join("share"), mnt.path().join("mnt"));
@@ -104,7 +112,7 @@ impl<T: InodeTable> Mount<T> {
             std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o755))
                 .unwrap();
         }
-        let fs = Arc::new(Passthrough::<T>::with_ttl(&source, ttl).unwrap());
+        let fs = Arc::new(make(&source));
         let config = MountConfig {
             fsname: "lockref-fuse-test".into(),
             threads,
@@ -187,9 +195,22 @@ pub fn with_mount_options<T: InodeTable>(
     ttl: Duration,
     body: impl FnOnce(&Mount<T>),
 ) {
+    with_mount_made(
+        threads,
+        |source| Passthrough::<T>::with_ttl(source, ttl).unwrap(),
+        body,
+    );
+}
+
+/// [`with_mount`] on [`Mount::made`]`(threads, make)`.
+pub fn with_mount_made<T: InodeTable>(
+    threads: usize,
+    make: impl FnOnce(&Path) -> Passthrough<T>,
+    body: impl FnOnce(&Mount<T>),
+) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let fds_before = open_fds();
-    let m = Mount::<T>::with(threads, ttl);
+    let m = Mount::<T>::made(threads, make);
     body(&m);
     assert!(
         m.forget_all(),

@@ -1,0 +1,90 @@
+//! How the table names a host inode: by a descriptor held for the inode's
+//! whole life, or by a file handle with a slot for a descriptor that the
+//! server's bounded cache fills and empties (`descriptors.rs`).
+
+use std::fmt;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
+
+/// A file handle's bytes and type, as the host's filesystem gave them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FileHandleBytes {
+    kind: i32,
+    bytes: Box<[u8]>,
+}
+
+impl FileHandleBytes {
+    /// The largest handle kept (the kernel's `MAX_HANDLE_SZ`).
+    pub const MAX_LEN: usize = 128;
+
+    /// A handle of type `kind`; bytes past [`MAX_LEN`](Self::MAX_LEN) are
+    /// never given by the kernel and are not kept.
+    pub fn new(kind: i32, bytes: &[u8]) -> Self {
+        let len = bytes.len().min(Self::MAX_LEN);
+        FileHandleBytes {
+            kind,
+            bytes: bytes[..len].into(),
+        }
+    }
+
+    /// The handle's type (`handle_type`).
+    pub fn kind(&self) -> i32 {
+        self.kind
+    }
+
+    /// The handle's bytes (`f_handle`), at most
+    /// [`MAX_LEN`](Self::MAX_LEN).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl fmt::Debug for FileHandleBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FileHandle({}, {} bytes)", self.kind, self.bytes.len())
+    }
+}
+
+/// Where the descriptor cache keeps an inode's reopened descriptor while
+/// it is cached. Requests clone the `Arc`: an eviction empties the slot,
+/// and the descriptor closes when the last request using it ends.
+#[derive(Default)]
+pub struct DescriptorSlot {
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) fd: RwLock<Option<Arc<OwnedFd>>>,
+    /// Used since the cache's clock hand last passed (its second chance).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) used: AtomicBool,
+}
+
+impl fmt::Debug for DescriptorSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cached = self.fd.read().map(|fd| fd.is_some()).unwrap_or(false);
+        f.debug_struct("DescriptorSlot")
+            .field("cached", &cached)
+            .finish()
+    }
+}
+
+/// A host inode as the inode table keeps it.
+#[derive(Debug)]
+pub enum HostInode {
+    /// An `O_PATH` descriptor, held as long as the inode is in the table:
+    /// the root, an inode on another mount than the share's, and every
+    /// inode when the server runs without file handles.
+    Descriptor(OwnedFd),
+    /// A file handle, reopened into `slot` when a request needs it.
+    Handle {
+        /// The inode's file handle.
+        handle: FileHandleBytes,
+        /// Its descriptor while the cache keeps one.
+        slot: Arc<DescriptorSlot>,
+    },
+}
+
+impl From<OwnedFd> for HostInode {
+    fn from(fd: OwnedFd) -> Self {
+        HostInode::Descriptor(fd)
+    }
+}
