@@ -238,9 +238,12 @@ fn many_files_cost_other_users_nothing<T: InodeTable>() {
                 seen.bystander
             );
             assert!(rounds.parse::<u32>().unwrap() > 0);
+            // The cache's budget, plus what the process holds besides it
+            // (the /dev/fuse clones, the test harness, requests in flight).
+            let budget = LIMIT as usize / 2;
             assert!(
-                seen.most_fds < LIMIT as usize,
-                "{} descriptors",
+                seen.most_fds <= budget + 64,
+                "{} descriptors, the budget {budget}",
                 seen.most_fds
             );
             assert!(stats.cached <= stats.budget);
