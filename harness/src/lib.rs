@@ -53,14 +53,17 @@ pub fn run_testcases(opts: &Options, out: &mut dyn Write) -> Result<Vec<Measurem
     Ok(results)
 }
 
-/// Replays a trace with each thread count, before (no seed) and after
-/// (every seed), writing progress to `out`.
+/// Replays a trace with each thread count, before (no seed), with each
+/// seed that reaches one of its operations alone, and after (every seed),
+/// writing progress to `out`.
 ///
 /// First, on one thread, two passes over the whole trace, each from the
 /// tree the recorded run started from (what a pass creates is removed
 /// after it): the recorded results either pass did not reproduce are
 /// reported once, grouped by reason, and the second pass must differ
-/// exactly as the first (every pass reproduces the trace). Then the timed
+/// exactly as the first (every pass reproduces the trace). A third pass
+/// counts the operations each seed's change reaches
+/// ([`trace::seed_shares`]), printed as a table. Then the timed
 /// runs: each worker loops over the trace from its own starting point,
 /// removing what it created at the end of each of its passes; with
 /// several workers their passes overlap, so results are not checked there.
@@ -79,6 +82,7 @@ pub fn run_replay(
     if ops.is_empty() {
         return Ok(results);
     }
+    let shares;
     {
         let cache = Dcache::new(Config::default());
         let tree = trace::populate(&cache, ops).map_err(RunError::Op)?;
@@ -108,43 +112,70 @@ pub fn run_replay(
                 "the second pass differed from the first: a pass did not put the tree back".into(),
             ));
         }
+        shares = trace::seed_shares(&cache, &tree, ops);
+        write!(out, "{}", trace::shares_table(&shares, ops.len())).map_err(RunError::Io)?;
     }
+    // Before, each seed that reaches an operation alone, then every seed.
+    let mut variants = vec![("before".to_string(), Variants::BEFORE)];
+    for s in shares.iter().filter(|s| s.ops > 0) {
+        variants.push((format!("{} alone", s.seed), s.alone));
+    }
+    variants.push(("after".into(), Variants::AFTER));
     if cfg.progress {
         writeln!(out, "{}", runner::PROGRESS_HEADER).map_err(RunError::Io)?;
     }
     for &threads in &opts.threads {
-        for (name, variants) in [("before", Variants::BEFORE), ("after", Variants::AFTER)] {
-            let cache = Dcache::new(Config {
-                variants,
-                ..Config::default()
-            });
-            let tree = trace::populate(&cache, ops).map_err(RunError::Op)?;
-            let m = runner::run(
-                ("replay", name),
-                threads,
-                &cfg,
-                out,
-                |t| {
-                    Ok((
-                        std::cell::Cell::new(t * ops.len() / threads.max(1)),
-                        std::cell::RefCell::new(trace::Pass::new(&tree)),
-                    ))
-                },
-                |(next, pass)| {
-                    let i = next.get() % ops.len();
-                    next.set(i + 1);
-                    let mut pass = pass.borrow_mut();
-                    let _ = pass.step(&cache, &ops[i]);
-                    if i + 1 == ops.len() {
-                        pass.finish(&cache);
-                    }
-                    Ok(())
-                },
-            )?;
-            results.push(m);
+        // Round-robin over the variants, `-r` rounds: a drift of the
+        // machine's speed during the runs reaches every variant alike.
+        let mut runs: Vec<Vec<Measurement>> = vec![Vec::new(); variants.len()];
+        for _ in 0..opts.repeat.max(1) {
+            for (v, (name, variants)) in variants.iter().enumerate() {
+                runs[v].push(replay_run(ops, name, *variants, threads, &cfg, out)?);
+            }
         }
+        results.extend(runs.into_iter().map(median));
     }
     Ok(results)
+}
+
+/// One timed run of `ops` with `variants` on `threads` workers, each
+/// looping over the trace from its own starting point and putting the
+/// tree back at the end of each of its passes.
+fn replay_run(
+    ops: &[trace::Op],
+    name: &str,
+    variants: Variants,
+    threads: usize,
+    cfg: &RunConfig,
+    out: &mut dyn Write,
+) -> Result<Measurement, RunError> {
+    let cache = Dcache::new(Config {
+        variants,
+        ..Config::default()
+    });
+    let tree = trace::populate(&cache, ops).map_err(RunError::Op)?;
+    runner::run(
+        ("replay", name),
+        threads,
+        cfg,
+        out,
+        |t| {
+            Ok((
+                std::cell::Cell::new(t * ops.len() / threads.max(1)),
+                std::cell::RefCell::new(trace::Pass::new(&tree)),
+            ))
+        },
+        |(next, pass)| {
+            let i = next.get() % ops.len();
+            next.set(i + 1);
+            let mut pass = pass.borrow_mut();
+            let _ = pass.step(&cache, &ops[i]);
+            if i + 1 == ops.len() {
+                pass.finish(&cache);
+            }
+            Ok(())
+        },
+    )
 }
 
 /// The run with the median total of several runs of one configuration.

@@ -79,7 +79,11 @@ pub fn legend(results: &[Measurement]) -> String {
     }
     if has("replay") {
         out.push_str(
-            "  replay rows    before: every seed's old code; after: every seed's new code, on the same trace.\n",
+            "  replay rows    before: every seed's old code; after: every seed's new code, on the same trace;\n\
+             \x20                N alone: only seed N's new code. A seed can gain at most its share of the\n\
+             \x20                operations (the seeds' reach table above) times its own testcase's gain, so a\n\
+             \x20                seed alone far from 1.00x on a small share is the machine's noise (repeat: -r 5,\n\
+             \x20                which runs the variants round-robin and keeps each one's median).\n",
         );
     }
     out

@@ -184,7 +184,14 @@ fn replay_reproduces_the_shipped_trace_on_every_pass() {
     cache.check_balanced().unwrap();
     let mut out = Vec::new();
     let results = run_replay(&ops, &quick(), &mut out).unwrap();
-    assert_eq!(results.len(), 4);
+    // Per thread count: before, the three seeds that reach an operation
+    // alone, after.
+    let names: Vec<&str> = results[..5].iter().map(|m| m.variant.as_str()).collect();
+    assert_eq!(
+        names,
+        ["before", "000 alone", "001 alone", "003 alone", "after"]
+    );
+    assert_eq!(results.len(), 10);
     assert!(results
         .iter()
         .all(|m| m.testcase == "replay" && m.total > 0.0));
@@ -192,6 +199,49 @@ fn replay_reproduces_the_shipped_trace_on_every_pass() {
     assert!(
         text.contains("0 differ from the recorded results on every pass"),
         "{text}"
+    );
+    assert!(
+        text.contains("seeds' reach: of the trace's 621 operations"),
+        "{text}"
+    );
+}
+
+/// Each seed's reach in the shipped trace, counted exactly: every open
+/// that succeeds (000), every one that fails (001), the O_CREAT opens of a
+/// name already there (003); no pseudo file (002) and no
+/// `try_lookup_noperm` (004). The pass leaves the tree as it found it.
+#[test]
+fn seed_shares_of_the_shipped_trace_are_exact() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/");
+    let ops =
+        trace::parse(&std::fs::read_to_string(format!("{dir}gcc-hello.trace")).unwrap()).unwrap();
+    let cache = lockref_dcache::Dcache::new(Default::default());
+    let tree = trace::populate(&cache, &ops).unwrap();
+    let shares = trace::seed_shares(&cache, &tree, &ops);
+    let counts: Vec<(&str, usize)> = shares.iter().map(|s| (s.seed, s.ops)).collect();
+    let opens = ops
+        .iter()
+        .filter(|o| matches!(o.kind, trace::OpKind::Open(_)))
+        .count();
+    assert_eq!(opens, 133 + 97, "every open succeeds or fails");
+    assert_eq!(
+        counts,
+        [
+            ("000", 133),
+            ("001", 97),
+            ("002", 0),
+            ("003", 2),
+            ("004", 0)
+        ]
+    );
+    assert!(
+        trace::verify_pass(&cache, &tree, &ops).is_empty(),
+        "the tree was put back"
+    );
+    let table = trace::shares_table(&shares, ops.len());
+    assert!(
+        table.contains("21.4%") && table.contains("(not timed alone)"),
+        "{table}"
     );
 }
 

@@ -27,12 +27,14 @@ use std::fmt;
 use lockref_dcache::{Errno, OpenFlags};
 
 mod replay;
+mod seeds;
 mod strace;
 mod strace_syntax;
 
 pub use replay::{
     difference_reason, populate, replay, verify_pass, Differences, Pass, StartingTree,
 };
+pub use seeds::{seed_shares, shares_table, SeedShare};
 pub use strace::{convert_strace, Converted};
 
 /// One traced operation.
