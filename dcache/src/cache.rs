@@ -14,7 +14,7 @@ use crate::inode::{self, InodeKind};
 use crate::mount::Mount;
 use crate::path_ref::{MountRef, PathRef};
 use crate::sharded_count::ShardedCount;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering, RwLock};
 
 /// A dentry cache over an in-memory filesystem. See the [crate
 /// docs](crate).
@@ -26,6 +26,7 @@ use crate::sync::{AtomicU64, Ordering};
 /// | `cache.rs` | [`new`](Self::new), [`variants`](Self::variants), [`set_variants`](Self::set_variants), [`live_dentries`](Self::live_dentries), [`live_files`](Self::live_files), [`root`](Self::root) |
 /// | `lru.rs` | [`shrink`](Self::shrink), [`unused_dentries`](Self::unused_dentries): the LRU of unused dentries and the shrinker |
 /// | `ops.rs` | [`stat`](Self::stat), [`lookup_path`](Self::lookup_path), [`open`](Self::open), [`close`](Self::close), [`mkdir`](Self::mkdir), [`unlink`](Self::unlink), [`try_lookup_noperm`](Self::try_lookup_noperm), [`lookup_noperm_unlocked`](Self::lookup_noperm_unlocked), [`alloc_pseudo`](Self::alloc_pseudo) |
+/// | `names.rs` | [`rmdir`](Self::rmdir), [`link`](Self::link), [`rename`](Self::rename): the calls that remove, add and move names |
 /// | `file.rs` | [`alloc_file`](Self::alloc_file) |
 /// | `testing.rs` (feature `testing`) | `check_balanced`, `pseudo_root` |
 /// | `walk.rs` (private) | the RCU and ref walks, per-component lookup, revalidation |
@@ -43,6 +44,8 @@ pub struct Dcache {
     pub(crate) files: ShardedCount,
     next_ino: AtomicU64,
     pub(crate) variants: Variants,
+    /// Held (write) by every `rename`: the kernel's `s_vfs_rename_mutex`.
+    pub(crate) rename_lock: RwLock<()>,
 }
 
 // SAFETY: the raw pointers are to the roots, owned by the cache and shared
@@ -68,6 +71,7 @@ impl Dcache {
             pseudo_mnt: Mount::new(),
             files: ShardedCount::new(),
             next_ino: AtomicU64::new(1),
+            rename_lock: RwLock::new(()),
             variants: config.variants,
         };
         let flags = if config.revalidate {

@@ -34,8 +34,16 @@ pub enum Errno {
     /// this one.
     XDev,
     /// `EINVAL`: a name with a NUL byte, or `.`/`..` where a plain name is
-    /// needed, or flags that contradict each other.
+    /// needed, or flags that contradict each other; a directory renamed
+    /// into its own subtree.
     Inval,
+    /// `ENOTEMPTY`: `rmdir` of a directory with entries, or a `rename` over
+    /// one.
+    NotEmpty,
+    /// `EPERM`: a hard link to a directory.
+    Perm,
+    /// `EBUSY`: `rmdir` or `rename` of the root, or of `.` or `..`.
+    Busy,
 }
 
 impl Errno {
@@ -49,6 +57,9 @@ impl Errno {
             Errno::Inval => 22,
             Errno::NameTooLong => 36,
             Errno::XDev => 18,
+            Errno::NotEmpty => 39,
+            Errno::Perm => 1,
+            Errno::Busy => 16,
         }
     }
 
@@ -62,6 +73,9 @@ impl Errno {
             Errno::Inval => "EINVAL",
             Errno::NameTooLong => "ENAMETOOLONG",
             Errno::XDev => "EXDEV",
+            Errno::NotEmpty => "ENOTEMPTY",
+            Errno::Perm => "EPERM",
+            Errno::Busy => "EBUSY",
         }
     }
 
@@ -74,6 +88,9 @@ impl Errno {
             Errno::Inval => "invalid argument",
             Errno::NameTooLong => "file name too long",
             Errno::XDev => "handle of another cache",
+            Errno::NotEmpty => "directory not empty",
+            Errno::Perm => "operation not permitted",
+            Errno::Busy => "device or resource busy",
         }
     }
 }

@@ -92,6 +92,7 @@ mod inode;
 mod lru;
 mod mount;
 mod name;
+mod names;
 mod open_flags;
 mod ops;
 mod path_ref;

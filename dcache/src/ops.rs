@@ -1,4 +1,5 @@
-//! The system calls: `stat`, `open`, `close`, `mkdir`, `unlink`, the
+//! The system calls: `stat`, `open`, `close`, `mkdir`, `unlink` (`rmdir`,
+//! `link` and `rename` are in `names.rs`), the
 //! lookups by name (seed 004) and pseudo dentries (seed 002).
 
 use crate::cache::Dcache;
@@ -194,6 +195,25 @@ impl Dcache {
         excl: bool,
         on_dot: Errno,
     ) -> Result<DentryRef<'_>, Errno> {
+        self.create_locked_with(
+            dirs,
+            last,
+            || Inode::new(self.alloc_ino(), kind),
+            excl,
+            on_dot,
+        )
+    }
+
+    /// [`create_locked`](Self::create_locked) with the inode `make`
+    /// returns (a new one, or an existing file's for `link`).
+    pub(crate) fn create_locked_with(
+        &self,
+        dirs: &[&[u8]],
+        last: &[u8],
+        make: impl FnOnce() -> std::sync::Arc<Inode>,
+        excl: bool,
+        on_dot: Errno,
+    ) -> Result<DentryRef<'_>, Errno> {
         let dir = self.resolve_parent(dirs)?;
         let dir_inode = require_dir(dir.dentry())?;
         if name::is_dot(last) {
@@ -205,7 +225,7 @@ impl Dcache {
         if d.kind().is_some() {
             return if excl { Err(Errno::Exist) } else { Ok(d) };
         }
-        let inode = Inode::new(self.alloc_ino(), kind);
+        let inode = make();
         entries.insert(last.into(), inode.clone());
         dir_inode.bump_generation();
         {

@@ -76,9 +76,10 @@ impl Dcache {
     /// when no handle (path, dentry, file) is outstanding: each hashed
     /// dentry's count is the number of its live children, each root's is
     /// one more (the cache's own), the mounts hold no references, no file
-    /// is alive, the live dentries are exactly the hashed ones and the
-    /// two roots, and every unused one is on the LRU, which holds nothing
-    /// else.
+    /// is alive, the live dentries are exactly the hashed ones, the two
+    /// roots, and the unhashed directories that hashed children keep
+    /// (renamed or removed with cached children, each counted by them),
+    /// and every unused one is on the LRU, which holds nothing else.
     ///
     /// # Errors
     ///
@@ -102,13 +103,41 @@ impl Dcache {
                 cur = d.next.load(Ordering::Acquire, &guard);
             }
         }
-        let mut children: HashMap<*const Dentry, u32> = HashMap::new();
+        // Unhashed directories that cached children keep alive (a rename or
+        // rmdir drops a directory's name, not its children's): each is
+        // counted by its children and may sit on the LRU until they go.
+        let is_hashed: std::collections::HashSet<*const Dentry> =
+            hashed.iter().map(|d| *d as *const Dentry).collect();
+        let mut kept: Vec<&Dentry> = Vec::new();
+        let mut seen: std::collections::HashSet<*const Dentry> = std::collections::HashSet::new();
         for d in &hashed {
+            let mut p = d.parent();
+            while !core::ptr::eq(p, *d)
+                && !p.is_self_parented()
+                && !is_hashed.contains(&(p as *const Dentry))
+                && seen.insert(p as *const Dentry)
+            {
+                kept.push(p);
+                p = p.parent();
+            }
+        }
+        let mut children: HashMap<*const Dentry, u32> = HashMap::new();
+        for d in hashed.iter().chain(&kept) {
             *children.entry(d.parent.as_ptr().cast_const()).or_default() += 1;
         }
         let kids = |d: *const Dentry| children.get(&d).copied().unwrap_or(0);
         let mut negative = 0;
         let mut listed = 0;
+        for d in &kept {
+            listed += usize::from(d.flags() & ON_LRU != 0);
+            let (have, want) = (d.lockref.count(), Some(kids(*d as *const Dentry)));
+            if have != want || want == Some(0) {
+                return Err(Imbalance(format!(
+                    "unhashed dentry {:?}: count {have:?}, expected {want:?} (its cached children)",
+                    String::from_utf8_lossy(d.name.as_bytes())
+                )));
+            }
+        }
         for d in &hashed {
             let on_lru = d.flags() & ON_LRU != 0;
             if d.lockref.count() == Some(0) && !on_lru {
@@ -130,7 +159,7 @@ impl Dcache {
         }
         if listed != self.table.lru.len() {
             return Err(Imbalance(format!(
-                "the LRU holds {} dentries, {listed} hashed ones say they are on it",
+                "the LRU holds {} dentries, {listed} hashed ones (or unhashed ones their children keep) say they are on it",
                 self.table.lru.len()
             )));
         }
@@ -158,11 +187,12 @@ impl Dcache {
         if self.live_files() != 0 {
             return Err(Imbalance(format!("{} files alive", self.live_files())));
         }
-        if self.live_dentries() != hashed.len() + 2 {
+        if self.live_dentries() != hashed.len() + kept.len() + 2 {
             return Err(Imbalance(format!(
-                "{} live dentries, {} hashed + 2 roots",
+                "{} live dentries, {} hashed + {} unhashed their children keep + 2 roots",
                 self.live_dentries(),
-                hashed.len()
+                hashed.len(),
+                kept.len()
             )));
         }
         Ok(Balance {
