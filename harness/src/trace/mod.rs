@@ -15,12 +15,25 @@
 //! stat /usr/lib - 0
 //! ```
 //!
-//! - `op`: `open` or `stat`;
+//! - `op`: `open`, `stat`, or one of the calls that make, remove and
+//!   move names: `mkdir`, `unlink`, `rmdir`, `rename`, `link`, `symlink`;
 //! - `path`: absolute (relative paths resolve from the root), no spaces;
 //! - `flags`: for `open`, `|`-joined `O_RDONLY`, `O_WRONLY`, `O_RDWR`,
-//!   `O_CREAT`, `O_EXCL`, `O_DIRECTORY`; for `stat`, `-`;
+//!   `O_CREAT`, `O_EXCL`, `O_DIRECTORY`; for `rename` and `link`, the new
+//!   path; for the others, `-`;
 //! - `result`: `0` for success, or the errno name (`ENOENT`, `ENOTDIR`,
-//!   `EEXIST`, `EISDIR`, `ENAMETOOLONG`, `EINVAL`).
+//!   `EEXIST`, `EISDIR`, `ENAMETOOLONG`, `EINVAL`, `ENOTEMPTY`, `EPERM`,
+//!   `EBUSY`).
+//!
+//! ```text
+//! mkdir /tmp/build - 0
+//! rename /tmp/build/out.tmp /tmp/build/out 0
+//! rmdir /tmp/build ENOTEMPTY
+//! ```
+//!
+//! `symlink` makes its name as a file: the dcache's walk follows no
+//! links, so a build that walks through a symlink it made replays
+//! otherwise (the replay names each such result).
 
 use std::fmt;
 
@@ -28,13 +41,14 @@ use lockref_dcache::{Errno, OpenFlags};
 
 mod replay;
 mod seeds;
+mod starting_tree;
 mod strace;
 mod strace_syntax;
 
-pub use replay::{
-    difference_reason, populate, replay, verify_pass, Differences, Pass, StartingTree,
-};
+use replay::normalized;
+pub use replay::{difference_reason, populate, replay, verify_pass, Differences, Pass};
 pub use seeds::{seed_shares, shares_table, SeedShare};
+pub use starting_tree::StartingTree;
 pub use strace::{convert_strace, Converted};
 
 /// One traced operation.
@@ -42,8 +56,10 @@ pub use strace::{convert_strace, Converted};
 pub struct Op {
     /// What it does.
     pub kind: OpKind,
-    /// The path.
+    /// The path (for `rename` and `link`, the old one).
     pub path: String,
+    /// The new path of a `rename` or `link`.
+    pub to: Option<String>,
     /// The recorded result: `Ok` or the errno.
     pub result: Result<(), Errno>,
 }
@@ -55,6 +71,39 @@ pub enum OpKind {
     Open(OpenFlags),
     /// `stat(2)`.
     Stat,
+    /// `mkdir(2)`.
+    Mkdir,
+    /// `unlink(2)`.
+    Unlink,
+    /// `rmdir(2)`.
+    Rmdir,
+    /// `rename(2)` to [`Op::to`].
+    Rename,
+    /// `link(2)` as [`Op::to`].
+    Link,
+    /// `symlink(2)` at the path (made as a file: see the format).
+    Symlink,
+}
+
+impl OpKind {
+    /// The operation's name in the format.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Open(_) => "open",
+            OpKind::Stat => "stat",
+            OpKind::Mkdir => "mkdir",
+            OpKind::Unlink => "unlink",
+            OpKind::Rmdir => "rmdir",
+            OpKind::Rename => "rename",
+            OpKind::Link => "link",
+            OpKind::Symlink => "symlink",
+        }
+    }
+
+    /// Whether the operation names a second path (the new one).
+    pub fn has_to(self) -> bool {
+        matches!(self, OpKind::Rename | OpKind::Link)
+    }
 }
 
 /// A trace line that could not be read.
@@ -74,7 +123,7 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-const ERRNOS: [Errno; 7] = [
+const ERRNOS: [Errno; 10] = [
     Errno::NoEnt,
     Errno::Exist,
     Errno::NotDir,
@@ -82,6 +131,9 @@ const ERRNOS: [Errno; 7] = [
     Errno::NameTooLong,
     Errno::Inval,
     Errno::XDev,
+    Errno::NotEmpty,
+    Errno::Perm,
+    Errno::Busy,
 ];
 
 fn errno_by_name(name: &str) -> Option<Errno> {
@@ -99,10 +151,12 @@ fn parse_flags(s: &str) -> Result<OpenFlags, String> {
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (op, flags) = match self.kind {
-            OpKind::Open(fl) => ("open", fl.to_string()),
-            OpKind::Stat => ("stat", "-".into()),
+        let flags = match (self.kind, &self.to) {
+            (OpKind::Open(fl), _) => fl.to_string(),
+            (_, Some(to)) => to.clone(),
+            (_, None) => "-".into(),
         };
+        let op = self.kind.name();
         let result = match self.result {
             Ok(()) => "0",
             Err(e) => e.name(),
@@ -133,9 +187,29 @@ pub fn parse(text: &str) -> Result<Vec<Op>, ParseError> {
         };
         let kind = match op {
             "open" => OpKind::Open(parse_flags(flags).map_err(err)?),
-            "stat" if flags == "-" => OpKind::Stat,
-            "stat" => return Err(err(format!("stat takes `-` as flags, not `{flags}`"))),
-            other => return Err(err(format!("unknown operation `{other}` (open or stat)"))),
+            "stat" => OpKind::Stat,
+            "mkdir" => OpKind::Mkdir,
+            "unlink" => OpKind::Unlink,
+            "rmdir" => OpKind::Rmdir,
+            "rename" => OpKind::Rename,
+            "link" => OpKind::Link,
+            "symlink" => OpKind::Symlink,
+            other => {
+                return Err(err(format!(
+                    "unknown operation `{other}` (open, stat, mkdir, unlink, rmdir, rename, link, symlink)"
+                )))
+            }
+        };
+        let to = match (kind, flags) {
+            (OpKind::Open(_), _) => None,
+            (k, "-") if k.has_to() => {
+                return Err(err(format!("{op} needs the new path as its third field")))
+            }
+            (k, new) if k.has_to() => Some(new.to_string()),
+            (_, "-") => None,
+            (_, other) => {
+                return Err(err(format!("{op} takes `-` as flags, not `{other}`")));
+            }
         };
         let result = match result {
             "0" => Ok(()),
@@ -145,6 +219,7 @@ pub fn parse(text: &str) -> Result<Vec<Op>, ParseError> {
         ops.push(Op {
             kind,
             path: path.into(),
+            to,
             result,
         });
     }

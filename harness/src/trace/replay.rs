@@ -1,14 +1,14 @@
 //! Replaying a trace through the dcache, each pass from the same starting
 //! state: the tree the trace found when it was recorded is built once
-//! ([`populate`]), and what a pass creates is removed at the end of the
-//! pass ([`Pass::finish`]), so every pass meets the names as the recorded
-//! run did.
+//! ([`populate`]), and what a pass changes is undone at the end of the
+//! pass, in reverse ([`Pass::finish`]), so every pass meets the names as
+//! the recorded run did.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use lockref_dcache::{Dcache, Errno, OpenFlags};
+use lockref_dcache::{Dcache, Errno, InodeKind, OpenFlags};
 
-use super::{Op, OpKind};
+use super::{Op, OpKind, StartingTree};
 
 /// `path` with `.` and `..` resolved lexically, as the dcache's walk
 /// does (no symlinks here; `..` at the root stays at the root).
@@ -26,7 +26,7 @@ fn components(path: &str) -> Vec<&str> {
     comps
 }
 
-fn normalized(path: &str) -> String {
+pub(crate) fn normalized(path: &str) -> String {
     let mut p = String::new();
     for c in components(path) {
         p.push('/');
@@ -36,62 +36,6 @@ fn normalized(path: &str) -> String {
         p.push('/');
     }
     p
-}
-
-fn creates(op: &Op) -> bool {
-    matches!(op.kind, OpKind::Open(f) if f.is_creat())
-}
-
-/// The tree the recorded run started from: the directories every
-/// successful operation went through, and the files whose first
-/// appearance in the trace found them (succeeded without creating them).
-/// A name first seen missing, or first seen created, is not there.
-#[derive(Debug, Default)]
-pub struct StartingTree {
-    /// Directories, outermost first.
-    pub dirs: BTreeSet<String>,
-    /// Files.
-    pub files: BTreeSet<String>,
-}
-
-impl StartingTree {
-    /// Reads it off a trace.
-    pub fn of(ops: &[Op]) -> StartingTree {
-        let mut tree = StartingTree::default();
-        let mut first_seen: BTreeMap<String, &Op> = BTreeMap::new();
-        let mut through = BTreeSet::new();
-        for op in ops {
-            let comps = components(&op.path);
-            let mut p = String::new();
-            for (i, c) in comps.iter().enumerate() {
-                p.push('/');
-                p.push_str(c);
-                if i + 1 < comps.len() {
-                    through.insert(p.clone());
-                    if op.result.is_ok() {
-                        tree.dirs.insert(p.clone());
-                    }
-                }
-            }
-            if !comps.is_empty() {
-                first_seen.entry(p).or_insert(op);
-            }
-        }
-        for (p, op) in first_seen {
-            let found = op.result.is_ok() && !creates(op);
-            if !found || tree.dirs.contains(&p) {
-                continue;
-            }
-            let is_dir =
-                matches!(op.kind, OpKind::Open(f) if f.is_directory()) || through.contains(&p);
-            if is_dir {
-                tree.dirs.insert(p);
-            } else {
-                tree.files.insert(p);
-            }
-        }
-        tree
-    }
 }
 
 /// Builds the starting tree in `cache`.
@@ -121,46 +65,108 @@ pub fn populate(cache: &Dcache, ops: &[Op]) -> Result<StartingTree, Errno> {
 
 /// Replays one operation and returns its result.
 pub fn replay(cache: &Dcache, op: &Op) -> Result<(), Errno> {
+    let to = || op.to.as_deref().ok_or(Errno::Inval);
     match op.kind {
         OpKind::Open(flags) => cache.open(&op.path, flags).map(|f| cache.close(f)),
         OpKind::Stat => cache.stat(&op.path).map(drop),
+        OpKind::Mkdir => cache.mkdir(&op.path),
+        OpKind::Unlink => cache.unlink(&op.path),
+        OpKind::Rmdir => cache.rmdir(&op.path),
+        OpKind::Rename => cache.rename(&op.path, to()?),
+        OpKind::Link => cache.link(&op.path, to()?),
+        // Made as a file: the walk follows no links.
+        OpKind::Symlink => cache
+            .open(&op.path, OpenFlags::WRONLY.creat().excl())
+            .map(|f| cache.close(f)),
     }
 }
 
-/// One pass over a trace: remembers what it created so that
+/// What puts back one change a pass made.
+#[derive(Debug)]
+enum Undo {
+    Unlink(String),
+    Rmdir(String),
+    MakeFile(String),
+    MakeDir(String),
+    /// Renames back (to, from).
+    Rename(String, String),
+}
+
+/// One pass over a trace: remembers what it changed so that
 /// [`finish`](Self::finish) can put the tree back.
 pub struct Pass<'t> {
-    tree: &'t StartingTree,
-    created: Vec<String>,
+    _tree: &'t StartingTree,
+    undo: Vec<Undo>,
 }
 
 impl<'t> Pass<'t> {
     /// A pass from `tree`.
     pub fn new(tree: &'t StartingTree) -> Self {
         Pass {
-            tree,
-            created: Vec::new(),
+            _tree: tree,
+            undo: Vec::new(),
         }
     }
 
     /// Replays `op`; returns its result.
     pub fn step(&mut self, cache: &Dcache, op: &Op) -> Result<(), Errno> {
-        let got = replay(cache, op);
-        if got.is_ok() && creates(op) {
-            let p = normalized(&op.path);
-            if !self.tree.files.contains(&p) && !self.tree.dirs.contains(&p) {
-                self.created.push(p);
+        // What a change replaces, asked before it runs (only for the
+        // operations that can replace or make a name without saying so).
+        let before = |p: &str| cache.stat(p).ok().map(|st| st.kind);
+        let replaced = match op.kind {
+            OpKind::Open(f) if f.is_creat() && !f.is_excl() => Some(before(&op.path)),
+            OpKind::Rename => op.to.as_deref().map(before),
+            _ => None,
+        };
+        replay(cache, op)?;
+        let p = normalized(&op.path);
+        let to = op.to.as_deref().map(normalized);
+        match op.kind {
+            OpKind::Open(f) if f.is_creat() => {
+                // Made, unless it was there (O_EXCL succeeds only on a new
+                // name).
+                if f.is_excl() || replaced.flatten().is_none() {
+                    self.undo.push(Undo::Unlink(p));
+                }
             }
+            OpKind::Mkdir => self.undo.push(Undo::Rmdir(p)),
+            OpKind::Unlink => self.undo.push(Undo::MakeFile(p)),
+            OpKind::Rmdir => self.undo.push(Undo::MakeDir(p)),
+            OpKind::Link | OpKind::Symlink => {
+                self.undo.push(Undo::Unlink(to.unwrap_or(p)));
+            }
+            OpKind::Rename => {
+                let to = to.unwrap_or_default();
+                if to != p {
+                    // Undone in reverse: rename back first, then remake
+                    // what the rename replaced.
+                    match replaced.flatten() {
+                        Some(InodeKind::Dir) => self.undo.push(Undo::MakeDir(to.clone())),
+                        Some(_) => self.undo.push(Undo::MakeFile(to.clone())),
+                        None => {}
+                    }
+                    self.undo.push(Undo::Rename(to, p));
+                }
+            }
+            OpKind::Open(_) | OpKind::Stat => {}
         }
-        got
+        Ok(())
     }
 
-    /// Removes what the pass created (the next pass starts as this one
-    /// did).
+    /// Undoes what the pass changed, last change first (the next pass
+    /// starts as this one did).
     pub fn finish(&mut self, cache: &Dcache) {
-        for p in self.created.drain(..) {
-            // Already gone (another worker's pass removed it) is fine.
-            let _ = cache.unlink(&p);
+        while let Some(u) = self.undo.pop() {
+            // Already undone (another worker's pass overlapping) is fine.
+            let _ = match u {
+                Undo::Unlink(p) => cache.unlink(&p),
+                Undo::Rmdir(p) => cache.rmdir(&p),
+                Undo::MakeFile(p) => cache
+                    .open(&p, OpenFlags::WRONLY.creat())
+                    .map(|f| cache.close(f)),
+                Undo::MakeDir(p) => cache.mkdir(&p),
+                Undo::Rename(from, to) => cache.rename(&from, &to),
+            };
         }
     }
 }
@@ -183,8 +189,7 @@ pub fn verify_pass(cache: &Dcache, tree: &StartingTree, ops: &[Op]) -> Differenc
         if got != op.result {
             let kind = match op.kind {
                 OpKind::Open(f) if f.is_creat() => "open O_CREAT",
-                OpKind::Open(_) => "open",
-                OpKind::Stat => "stat",
+                k => k.name(),
             };
             let e = diff
                 .entry((kind.into(), result_name(op.result), result_name(got)))

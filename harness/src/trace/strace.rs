@@ -258,49 +258,81 @@ fn convert_call(
         }
         _ => {}
     }
-    // (dirfd, path argument index, flags argument index) per call.
-    let (dirfd, path_at, flags_at, is_open) = match name {
-        "open" => (Fd::Cwd(None), 0, Some(1), true),
-        "openat" => (
-            parse_fd(arg(0)?).ok_or("openat: bad dirfd")?,
-            1,
-            Some(2),
-            true,
+    // What the call is, and its path arguments: (dirfd, path index).
+    let fd_at = |i: usize| -> Result<Fd, String> {
+        parse_fd(arg(i)?).ok_or_else(|| format!("{name}: bad dirfd"))
+    };
+    let open_flags = |i: usize| -> Result<Option<OpKind>, String> {
+        Ok(strace_flags(arg(i)?).map(OpKind::Open))
+    };
+    let (kind, paths): (Option<OpKind>, Vec<(Fd, usize)>) = match name {
+        "open" => (open_flags(1)?, vec![(Fd::Cwd(None), 0)]),
+        "openat" => (open_flags(2)?, vec![(fd_at(0)?, 1)]),
+        "stat" | "lstat" | "stat64" | "lstat64" => (Some(OpKind::Stat), vec![(Fd::Cwd(None), 0)]),
+        "newfstatat" | "fstatat64" | "statx" => (Some(OpKind::Stat), vec![(fd_at(0)?, 1)]),
+        "mkdir" => (Some(OpKind::Mkdir), vec![(Fd::Cwd(None), 0)]),
+        "mkdirat" => (Some(OpKind::Mkdir), vec![(fd_at(0)?, 1)]),
+        "unlink" => (Some(OpKind::Unlink), vec![(Fd::Cwd(None), 0)]),
+        "unlinkat" => {
+            let kind = if arg(2)?.contains("AT_REMOVEDIR") {
+                OpKind::Rmdir
+            } else {
+                OpKind::Unlink
+            };
+            (Some(kind), vec![(fd_at(0)?, 1)])
+        }
+        "rmdir" => (Some(OpKind::Rmdir), vec![(Fd::Cwd(None), 0)]),
+        "rename" => (
+            Some(OpKind::Rename),
+            vec![(Fd::Cwd(None), 0), (Fd::Cwd(None), 1)],
         ),
-        "stat" | "lstat" | "stat64" | "lstat64" => (Fd::Cwd(None), 0, None, false),
-        "newfstatat" | "fstatat64" | "statx" => (
-            parse_fd(arg(0)?).ok_or_else(|| format!("{name}: bad dirfd"))?,
-            1,
-            None,
-            false,
+        "renameat" | "renameat2" => {
+            if name == "renameat2" && arg(4)? != "0" {
+                out.skip("renameat2 with flags (RENAME_NOREPLACE, RENAME_EXCHANGE: not modelled)");
+                return Ok(());
+            }
+            (Some(OpKind::Rename), vec![(fd_at(0)?, 1), (fd_at(2)?, 3)])
+        }
+        "link" => (
+            Some(OpKind::Link),
+            vec![(Fd::Cwd(None), 0), (Fd::Cwd(None), 1)],
         ),
+        "linkat" => (Some(OpKind::Link), vec![(fd_at(0)?, 1), (fd_at(2)?, 3)]),
+        "symlink" => (Some(OpKind::Symlink), vec![(Fd::Cwd(None), 1)]),
+        "symlinkat" => (Some(OpKind::Symlink), vec![(fd_at(1)?, 2)]),
         other => {
             out.skip(format!("other system call `{other}`"));
             return Ok(());
         }
     };
-    if arg(path_at)? == "NULL" {
-        out.skip("a NULL path (a probe for the call)");
-        return Ok(());
-    }
-    let Some(path) = string_arg(arg(path_at)?)? else {
-        return Err(format!("{name}: the path is not a string"));
-    };
-    if path.is_empty() && !matches!(dirfd, Fd::Num(..)) {
-        out.skip("empty path");
-        return Ok(());
-    }
-    let resolved = match state.resolve(pid, &dirfd, &path) {
-        Ok(p) => p,
-        Err(reason) => {
-            out.skip(reason);
+    let is_open = matches!(name, "open" | "openat");
+    let mut resolved = Vec::with_capacity(paths.len());
+    let mut relative = false;
+    for (dirfd, at) in &paths {
+        if arg(*at)? == "NULL" {
+            out.skip("a NULL path (a probe for the call)");
             return Ok(());
         }
-    };
+        let Some(path) = string_arg(arg(*at)?)? else {
+            return Err(format!("{name}: the path is not a string"));
+        };
+        if path.is_empty() && !matches!(dirfd, Fd::Num(..)) {
+            out.skip("empty path");
+            return Ok(());
+        }
+        match state.resolve(pid, dirfd, &path) {
+            Ok(p) => resolved.push(p),
+            Err(reason) => {
+                out.skip(reason);
+                return Ok(());
+            }
+        }
+        relative |= !path.starts_with('/');
+    }
     let result = match result {
         Ret::Ok(fd, decorated) => {
             if is_open {
-                let at = decorated.unwrap_or_else(|| resolved.clone());
+                let at = decorated.unwrap_or_else(|| resolved[0].clone());
                 state.process(pid).fds.insert(fd, at);
             }
             Ok(())
@@ -317,29 +349,25 @@ fn convert_call(
             return Ok(());
         }
     };
-    if resolved.contains(char::is_whitespace) {
+    if resolved.iter().any(|p| p.contains(char::is_whitespace)) {
         out.skip("path with whitespace (the trace format splits on it)");
         return Ok(());
     }
-    let kind = match flags_at {
-        Some(i) => match strace_flags(arg(i)?) {
-            Some(flags) => OpKind::Open(flags),
-            None => {
-                out.skip("open flags the dcache refuses together");
-                return Ok(());
-            }
-        },
-        None => OpKind::Stat,
+    let Some(kind) = kind else {
+        out.skip("open flags the dcache refuses together");
+        return Ok(());
     };
+    let mut resolved = resolved.into_iter();
     let op = Op {
         kind,
-        path: resolved,
+        path: resolved.next().ok_or("no path")?,
+        to: resolved.next(),
         result,
     };
     out.trace.push_str(&op.to_string());
     out.trace.push('\n');
     out.ops += 1;
-    out.resolved_relative += usize::from(!path.starts_with('/'));
+    out.resolved_relative += usize::from(relative);
     Ok(())
 }
 
