@@ -61,7 +61,9 @@ pub fn run_testcases(opts: &Options, out: &mut dyn Write) -> Result<Vec<Measurem
 /// tree the recorded run started from (what a pass creates is removed
 /// after it): the recorded results either pass did not reproduce are
 /// reported once, grouped by reason, and the second pass must differ
-/// exactly as the first (every pass reproduces the trace). A third pass
+/// exactly as the first (every pass reproduces the trace); unless
+/// `allow_differences`, any recorded result not reproduced fails the
+/// replay. A third pass
 /// counts the operations each seed's change reaches
 /// ([`trace::seed_shares`]), printed as a table. Then the timed
 /// runs: each worker loops over the trace from its own starting point,
@@ -111,6 +113,11 @@ pub fn run_replay(
             return Err(RunError::Replay(
                 "the second pass differed from the first: a pass did not put the tree back".into(),
             ));
+        }
+        if differing > 0 && !opts.allow_differences {
+            return Err(RunError::Replay(format!(
+                "{differing} recorded results were not reproduced (above); record with the README's recipe, which traces the calls that make and move names, or time it anyway with --allow-differences"
+            )));
         }
         shares = trace::seed_shares(&cache, &tree, ops);
         write!(out, "{}", trace::shares_table(&shares, ops.len())).map_err(RunError::Io)?;

@@ -45,7 +45,8 @@ fn real_main(opts: &Options) -> Result<(), String> {
         return Ok(());
     }
     if let Some(log) = &opts.convert {
-        let conv = trace::convert_strace(&read_file(log)?, opts.cwd.as_deref());
+        let text = trace::read_text(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let conv = trace::convert_strace(&text, opts.cwd.as_deref());
         match &opts.out {
             Some(path) => write_file(path, &conv.trace)?,
             None => print!("{}", conv.trace),
@@ -67,7 +68,7 @@ fn real_main(opts: &Options) -> Result<(), String> {
     );
     let results = match &opts.replay {
         Some(path) => {
-            let text = read_file(path)?;
+            let text = trace::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let ops = trace::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
             if ops.is_empty() {
                 return Err(format!("{}: no operations in the trace", path.display()));

@@ -36,6 +36,8 @@ pub struct Options {
     pub png: Option<PathBuf>,
     /// A trace to replay instead of the testcases.
     pub replay: Option<PathBuf>,
+    /// Replay even if a pass does not reproduce every recorded result.
+    pub allow_differences: bool,
     /// An strace log to convert (then exit).
     pub convert: Option<PathBuf>,
     /// Where the converted trace goes (stdout if `None`).
@@ -156,6 +158,11 @@ struct Cli {
     /// of the testcases.
     #[arg(long, value_name = "TRACE", conflicts_with = "convert_strace")]
     replay: Option<PathBuf>,
+    /// With --replay: time the trace even if a pass does not reproduce
+    /// every recorded result (a trace recorded without the calls that make
+    /// and move names); the differences are still listed.
+    #[arg(long, requires = "replay")]
+    allow_differences: bool,
     /// Convert an strace log to a trace, then exit.
     #[arg(long, value_name = "LOG")]
     convert_strace: Option<PathBuf>,
@@ -221,6 +228,7 @@ impl Options {
             svg: cli.svg,
             png: cli.png,
             replay: cli.replay,
+            allow_differences: cli.allow_differences,
             convert: cli.convert_strace,
             out: cli.out,
             cwd: cli.cwd,

@@ -364,3 +364,52 @@ rmdir /b/out - 0
     }
     cache.check_balanced().unwrap();
 }
+
+/// The shipped real build (`cargo build` of a crate with bundled C:
+/// `libz-sys` with `static`, gcc compiling zlib), recorded with the
+/// README's recipe: its trace is the conversion of its log, and every
+/// pass reproduces all 26,228 recorded results.
+#[test]
+fn the_shipped_cargo_build_replays_exactly() {
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/traces"));
+    let log = trace::read_text(&dir.join("cargo-libz.strace.gz")).unwrap();
+    let shipped = trace::read_text(&dir.join("cargo-libz.trace.gz")).unwrap();
+    let converted = trace::convert_strace(&log, Some("/tmp/rb/zbuild"));
+    assert!(converted.malformed.is_empty());
+    assert_eq!(
+        converted.trace, shipped,
+        "the shipped trace is the log's conversion"
+    );
+    let ops = trace::parse(&shipped).unwrap();
+    assert_eq!(ops.len(), 26_228);
+    let moves = ops
+        .iter()
+        .filter(|o| !matches!(o.kind, trace::OpKind::Open(_) | trace::OpKind::Stat))
+        .count();
+    assert_eq!(moves, 293, "mkdir, unlink, rmdir, rename, link");
+    let cache = lockref_dcache::Dcache::new(Default::default());
+    let tree = trace::populate(&cache, &ops).unwrap();
+    for pass in 0..2 {
+        let diff = trace::verify_pass(&cache, &tree, &ops);
+        assert!(diff.is_empty(), "pass {pass}: {diff:?}");
+    }
+    cache.check_balanced().unwrap();
+}
+
+/// A trace that does not replay exactly fails the replay unless
+/// `--allow-differences` is given; the differences are listed either way.
+#[test]
+fn a_replay_that_differs_fails_unless_allowed() {
+    let ops = trace::parse("stat /t/gone - ENOENT\nopen /t/gone O_RDONLY 0\n").unwrap();
+    let mut opts = quick();
+    opts.threads = vec![1];
+    let mut out = Vec::new();
+    let refused = run_replay(&ops, &opts, &mut out).unwrap_err().to_string();
+    assert!(
+        refused.contains("1 recorded results were not reproduced"),
+        "{refused}"
+    );
+    assert!(String::from_utf8_lossy(&out).contains("recorded 0, replayed ENOENT"));
+    opts.allow_differences = true;
+    assert!(!run_replay(&ops, &opts, &mut Vec::new()).unwrap().is_empty());
+}

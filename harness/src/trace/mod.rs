@@ -165,6 +165,24 @@ impl fmt::Display for Op {
     }
 }
 
+/// Reads a trace or an strace log, decompressing a `.gz` file.
+///
+/// # Errors
+///
+/// The file's error, or a gzip stream that does not decompress to UTF-8.
+pub fn read_text(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let bytes = std::fs::read(path)?;
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut text)?;
+        Ok(text)
+    } else {
+        String::from_utf8(bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+}
+
 /// Parses a trace.
 ///
 /// # Errors

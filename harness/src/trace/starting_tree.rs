@@ -49,6 +49,28 @@ fn parent(p: &str) -> Option<&str> {
     }
 }
 
+/// The directories a walk of `path` enters, in order, each as a
+/// normalized path: `/a/b/../c` enters `/a`, `/a/b` and (by `..`) `/a`
+/// again, so `/a/b` must be a directory although the normalized path
+/// `/a/c` does not name it.
+fn dirs_walked(path: &str) -> Vec<String> {
+    let comps: Vec<&str> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    let mut stack: Vec<&str> = Vec::new();
+    let mut walked = Vec::new();
+    for c in comps.iter().take(comps.len().saturating_sub(1)) {
+        if *c == ".." {
+            stack.pop();
+            continue;
+        }
+        stack.push(c);
+        walked.push(format!("/{}", stack.join("/")));
+    }
+    walked
+}
+
 fn is_at_or_under(p: &str, dir: &str) -> bool {
     p == dir || (p.starts_with(dir) && p.as_bytes().get(dir.len()) == Some(&b'/'))
 }
@@ -101,16 +123,11 @@ impl Names {
         self.now.insert(p.to_string(), Known { seen, origin });
     }
 
-    /// Every directory above `p` is there now.
-    fn found_parents(&mut self, p: &str) {
-        let mut dirs = Vec::new();
-        let mut up = parent(p);
-        while let Some(a) = up {
-            dirs.push(a.to_string());
-            up = parent(a);
-        }
-        for d in dirs.iter().rev() {
-            self.found(d, Seen::Dir);
+    /// Every directory a walk of `path` (as recorded, `..` and all)
+    /// enters is there now.
+    fn found_parents(&mut self, path: &str) {
+        for d in dirs_walked(path) {
+            self.found(&d, Seen::Dir);
         }
     }
 
@@ -168,8 +185,8 @@ impl Names {
         let p = normalized(&op.path);
         let to = op.to.as_deref().map(normalized);
         if op.result.is_ok() {
-            self.found_parents(&p);
-            if let Some(to) = &to {
+            self.found_parents(&op.path);
+            if let Some(to) = &op.to {
                 self.found_parents(to);
             }
         }
@@ -237,11 +254,11 @@ impl Names {
                 OpKind::Open(_) | OpKind::Mkdir | OpKind::Symlink,
                 Some(lockref_dcache::Errno::Exist),
             ) => {
-                self.found_parents(&p);
+                self.found_parents(&op.path);
                 self.found(&p, Seen::Exists);
             }
             (OpKind::Rmdir, Some(lockref_dcache::Errno::NotEmpty)) => {
-                self.found_parents(&p);
+                self.found_parents(&op.path);
                 self.found(&p, Seen::Dir);
                 if let Some(o) = self.now.get(&p).and_then(|k| k.origin.clone()) {
                     self.full.insert(o);
@@ -262,12 +279,7 @@ impl StartingTree {
         let mut through = BTreeSet::new();
         for op in ops {
             names.follow(op);
-            let p = normalized(&op.path);
-            let mut up = parent(&p);
-            while let Some(a) = up {
-                through.insert(a.to_string());
-                up = parent(a);
-            }
+            through.extend(dirs_walked(&op.path));
         }
         let mut tree = StartingTree::default();
         for (p, seen) in names.start {
@@ -301,6 +313,14 @@ mod tests {
     fn tree(text: &str) -> (Vec<String>, Vec<String>) {
         let t = StartingTree::of(&parse(text).unwrap());
         (t.dirs.into_iter().collect(), t.files.into_iter().collect())
+    }
+
+    #[test]
+    fn a_walk_through_dot_dot_needs_the_directory_it_leaves() {
+        assert_eq!(dirs_walked("/a/b/../c/f"), ["/a", "/a/b", "/a/c"]);
+        let (dirs, files) = tree("stat /t/bits/../x/f - 0\n");
+        assert_eq!(dirs, ["/t", "/t/bits", "/t/x"]);
+        assert_eq!(files, ["/t/x/f"]);
     }
 
     #[test]
