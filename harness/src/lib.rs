@@ -132,11 +132,14 @@ pub fn run_replay(
         writeln!(out, "{}", runner::PROGRESS_HEADER).map_err(RunError::Io)?;
     }
     for &threads in &opts.threads {
-        // Round-robin over the variants, `-r` rounds: a drift of the
-        // machine's speed during the runs reaches every variant alike.
+        // Round-robin over the variants, `-r` rounds, each round starting
+        // one variant later: a drift of the machine's speed, or an
+        // advantage of running first, reaches every variant alike.
         let mut runs: Vec<Vec<Measurement>> = vec![Vec::new(); variants.len()];
-        for _ in 0..opts.repeat.max(1) {
-            for (v, (name, variants)) in variants.iter().enumerate() {
+        for round in 0..opts.repeat.max(1) {
+            for k in 0..variants.len() {
+                let v = (round + k) % variants.len();
+                let (name, variants) = &variants[v];
                 runs[v].push(replay_run(ops, name, *variants, threads, &cfg, out)?);
             }
         }
