@@ -199,18 +199,42 @@ impl Dcache {
 impl Drop for Dcache {
     fn drop(&mut self) {
         // No handle can outlive the cache (they borrow it), so every
-        // dentry left is hashed at its cached count, or a root. Free them
-        // all now: nothing else can reach them.
+        // dentry left is hashed at its cached count, a root, or an
+        // unhashed directory that hashed children keep alive (renamed or
+        // removed with cached children: see `names.rs`). Free them all
+        // now: nothing else can reach them.
+        // SAFETY: `&mut self`: no other thread walks the chains.
+        let guard = unsafe { epoch::unprotected() };
+        let mut hashed: Vec<*const Dentry> = Vec::new();
         for bucket in self.table.buckets.iter() {
-            // SAFETY: `&mut self`: no other thread walks the chains.
-            let guard = unsafe { epoch::unprotected() };
             let mut cur = bucket.head.load(Ordering::Relaxed, guard);
-            while !cur.is_null() {
-                // SAFETY: a hashed dentry, from `d_alloc`'s box, freed once.
-                let owned = unsafe { cur.into_owned() };
-                cur = owned.next.load(Ordering::Relaxed, guard);
-                drop(owned);
+            // SAFETY: chain nodes are live dentries; nothing frees them
+            // while `&mut self` is held.
+            while let Some(d) = unsafe { cur.as_ref() } {
+                hashed.push(d);
+                cur = d.next.load(Ordering::Relaxed, guard);
             }
+        }
+        let roots = [
+            self.root.as_ptr().cast_const(),
+            self.pseudo_root.as_ptr().cast_const(),
+        ];
+        let on_chains: std::collections::HashSet<*const Dentry> = hashed.iter().copied().collect();
+        let mut kept: std::collections::HashSet<*const Dentry> = std::collections::HashSet::new();
+        for &d in &hashed {
+            // SAFETY: as above; a live dentry's parent is live (it holds a
+            // reference on it).
+            let mut p = unsafe { (*d).parent.as_ptr().cast_const() };
+            while !roots.contains(&p) && !on_chains.contains(&p) && kept.insert(p) {
+                // SAFETY: as above.
+                p = unsafe { (*p).parent.as_ptr().cast_const() };
+            }
+        }
+        for d in hashed.into_iter().chain(kept) {
+            // SAFETY: each came from `d_alloc`'s box and is freed once here:
+            // the chains' dentries and the kept ones are disjoint sets,
+            // and no reference is left to any of them.
+            drop(unsafe { Owned::from_raw(d.cast_mut()) });
         }
         for root in [self.root, self.pseudo_root] {
             // SAFETY: roots are never hashed or killed; freed here only.
