@@ -13,13 +13,11 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::ops::ControlFlow;
-use std::ops::Deref;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use fuser::{
@@ -32,11 +30,12 @@ use nix::sys::time::TimeSpec;
 
 use crate::creds::{self, AsCaller};
 use crate::descriptors::{DescriptorStats, Descriptors};
-use crate::file_handle;
 use crate::handles::{DirStream, Handles, Open};
 use crate::host::{self, check_name, errno, stat_fd};
-use crate::host_inode::{DescriptorSlot, HostInode};
-use crate::table::{InodeData, InodeTable, ROOT_ID};
+use crate::host_inode::HostInode;
+use crate::live::Live;
+use crate::options::{default_budget, HostInodes, Options};
+use crate::table::{InodeTable, ROOT_ID};
 
 /// How long the kernel may trust an entry or attributes without asking,
 /// unless [`Passthrough::with_ttl`] says otherwise.
@@ -49,83 +48,6 @@ const MAX_READ: u32 = 1 << 20;
 /// Node ids are never reused, so one generation serves.
 pub(crate) const GENERATION: Generation = Generation(0);
 
-/// How the inode table names host inodes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum HostInodes {
-    /// By file handle (`name_to_handle_at`), reopened into a bounded cache
-    /// of descriptors when a request needs one: no descriptor per inode
-    /// the kernel remembers. Needs a filesystem that gives handles and a
-    /// server with `CAP_DAC_READ_SEARCH` (root).
-    #[default]
-    ByFileHandle,
-    /// By an `O_PATH` descriptor held while the kernel remembers the inode:
-    /// for a filesystem without file handles, or a server that is not
-    /// root. A user with many files can exhaust the server's descriptors.
-    ByDescriptor,
-}
-
-/// How to serve: [`Passthrough::with_options`].
-#[derive(Clone, Copy, Debug)]
-pub struct Options {
-    /// How long the kernel may trust entries and attributes.
-    pub ttl: Duration,
-    /// How host inodes are named.
-    pub host_inodes: HostInodes,
-    /// The most reopened descriptors kept ([`HostInodes::ByFileHandle`]);
-    /// `None`: half the hard limit on open descriptors (which the mount
-    /// raises the soft limit to), at most 65,536.
-    pub descriptor_budget: Option<usize>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            ttl: DEFAULT_TTL,
-            host_inodes: HostInodes::default(),
-            descriptor_budget: None,
-        }
-    }
-}
-
-/// The default descriptor budget: half the hard limit, at most 65,536.
-fn default_budget() -> usize {
-    let hard = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .map_or(1024, |(_, hard)| hard);
-    usize::try_from(hard / 2)
-        .unwrap_or(usize::MAX)
-        .clamp(16, 1 << 16)
-}
-
-/// An inode referenced for a request, with a descriptor of its host inode
-/// for the request's length: the one it holds, or one from the descriptor
-/// cache (kept open by this reference even if evicted meanwhile).
-pub(crate) struct Live<R> {
-    pub(crate) inode: R,
-    /// `Some` exactly when the inode is named by file handle
-    /// ([`Passthrough::live`] reopens every such inode).
-    reopened: Option<Arc<OwnedFd>>,
-}
-
-impl<R: Deref<Target: Deref<Target = InodeData>>> Live<R> {
-    /// The host inode's `O_PATH` descriptor.
-    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        match (&self.reopened, &self.inode.host) {
-            (Some(fd), _) => fd.as_fd(),
-            (None, HostInode::Descriptor(fd)) => fd.as_fd(),
-            (None, HostInode::Handle { .. }) => {
-                unreachable!("Passthrough::live reopens every inode named by handle")
-            }
-        }
-    }
-}
-
-impl<R: Deref<Target: Deref<Target = InodeData>>> Deref for Live<R> {
-    type Target = InodeData;
-    fn deref(&self) -> &InodeData {
-        &self.inode
-    }
-}
-
 /// The filesystem's state, shared by every serving thread (and kept by
 /// tests, to look at the table after an unmount).
 pub struct Passthrough<T: InodeTable> {
@@ -135,8 +57,8 @@ pub struct Passthrough<T: InodeTable> {
     /// A descriptor of the share's root, through which file handles are
     /// reopened, and its mount's id; `None` when inodes are named by
     /// descriptor.
-    by_handle: Option<(OwnedFd, i32)>,
-    descriptors: Descriptors,
+    pub(crate) by_handle: Option<(OwnedFd, i32)>,
+    pub(crate) descriptors: Descriptors,
     server_is_root: bool,
     refused_forgets: AtomicU64,
     pub(crate) ttl: Duration,
@@ -239,36 +161,6 @@ impl<T: InodeTable> Passthrough<T> {
         })
     }
 
-    /// That the share's root gives a file handle and that this process can
-    /// reopen it; returns a descriptor of the root to reopen handles
-    /// through, and its mount's id.
-    fn check_file_handles(source: &Path, root: &OwnedFd) -> std::io::Result<(OwnedFd, i32)> {
-        let advice = "serve it with --inode-descriptors (HostInodes::ByDescriptor), which \
-                      keeps a descriptor per inode the kernel remembers";
-        let refuse = |why: String| std::io::Error::new(std::io::ErrorKind::Unsupported, why);
-        let (handle, mount_id) = file_handle::handle_of(root.as_fd()).map_err(|e| {
-            refuse(format!(
-                "{}: its filesystem gives no file handles (name_to_handle_at: {e}); {advice}",
-                source.display()
-            ))
-        })?;
-        // The handle is reopened through a descriptor that is not O_PATH:
-        // open_by_handle_at refuses those (EBADF) on some kernels.
-        let mount = nix::fcntl::open(
-            source,
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )?;
-        file_handle::open_handle(mount.as_fd(), &handle).map_err(|e| {
-            refuse(format!(
-                "{}: cannot reopen a file handle (open_by_handle_at: {e}; it needs \
-                 CAP_DAC_READ_SEARCH: run as root); {advice}",
-                source.display()
-            ))
-        })?;
-        Ok((mount, mount_id))
-    }
-
     /// The descriptor cache's budget and what it has done.
     pub fn descriptor_stats(&self) -> DescriptorStats {
         self.descriptors.stats()
@@ -300,55 +192,6 @@ impl<T: InodeTable> Passthrough<T> {
     /// `FORGET`s refused (unknown inode, more than the kernel held).
     pub fn refused_forgets(&self) -> u64 {
         self.refused_forgets.load(Ordering::Relaxed)
-    }
-
-    /// The inode of node id `id`, referenced for a request, with its host
-    /// descriptor. Called before the request switches to the caller's
-    /// credentials: reopening a file handle needs the server's own.
-    pub(crate) fn inode(&self, id: INodeNo) -> Result<Live<T::Ref>, Errno> {
-        let inode = self.table.get(id.0).ok_or(Errno::ESTALE)?;
-        self.live(inode)
-    }
-
-    /// `inode` with its host descriptor: a file handle is reopened unless
-    /// the cache holds its descriptor.
-    pub(crate) fn live(&self, inode: T::Ref) -> Result<Live<T::Ref>, Errno> {
-        let reopened = match (&inode.host, &self.by_handle) {
-            (HostInode::Descriptor(_), _) => None,
-            (HostInode::Handle { handle, slot }, Some((mount, _))) => {
-                Some(match Descriptors::cached(slot) {
-                    Some(fd) => fd,
-                    None => {
-                        let fd = file_handle::open_handle(mount.as_fd(), handle)?;
-                        self.descriptors.install(slot, fd)
-                    }
-                })
-            }
-            // Handles are made only when inodes are named by handle.
-            (HostInode::Handle { .. }, None) => return Err(Errno::EIO),
-        };
-        Ok(Live { inode, reopened })
-    }
-
-    /// The host inode for the table to keep for `fd`, just opened on a
-    /// new inode: its file handle, with `fd` cached in a new slot (which
-    /// `fresh` receives, to enter it in the cache's clock once the table
-    /// has taken it), or `fd` itself when inodes are named by descriptor,
-    /// the filesystem gives this inode no handle, or it is on another
-    /// mount than the share's root (a handle reopens only on its own).
-    fn host_inode(&self, fd: OwnedFd, fresh: &mut Option<Arc<DescriptorSlot>>) -> HostInode {
-        let Some((_, root_mount)) = &self.by_handle else {
-            return HostInode::Descriptor(fd);
-        };
-        match file_handle::handle_of(fd.as_fd()) {
-            Ok((handle, mount)) if mount == *root_mount => {
-                let slot = Arc::new(DescriptorSlot::default());
-                *slot.fd.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(fd));
-                *fresh = Some(slot.clone());
-                HostInode::Handle { handle, slot }
-            }
-            _ => HostInode::Descriptor(fd),
-        }
     }
 
     pub(crate) fn as_caller(&self, req: &Request) -> Result<AsCaller, Errno> {

@@ -36,6 +36,8 @@
 //! | a host inode: a descriptor, or a file handle and its slot | `host_inode.rs` |
 //! | `name_to_handle_at`, `open_by_handle_at` | `file_handle.rs` |
 //! | the bounded cache of reopened descriptors | `descriptors.rs` |
+//! | a request's inode with its descriptor (`Live`) | `live.rs` |
+//! | [`Options`], [`HostInodes`] | `options.rs` |
 //! | extended attributes and POSIX ACLs | `xattr.rs` |
 //! | fallocate, `SEEK_DATA`/`SEEK_HOLE`, copy_file_range | `ranges.rs` |
 //! | [`RequestMix`]: the tables' share of requests, for measurements | `workload.rs` |
@@ -55,9 +57,13 @@ mod handles;
 #[cfg(feature = "server")]
 pub mod host;
 mod host_inode;
+#[cfg(feature = "server")]
+mod live;
 mod lockref_inodes;
 #[cfg(feature = "server")]
 pub mod mount;
+#[cfg(feature = "server")]
+mod options;
 #[cfg(feature = "server")]
 mod ranges;
 #[cfg(feature = "server")]
@@ -71,11 +77,13 @@ mod xattr;
 #[cfg(feature = "server")]
 pub use crate::descriptors::DescriptorStats;
 #[cfg(feature = "server")]
-pub use crate::fs::{HostInodes, Options, Passthrough, DEFAULT_TTL};
+pub use crate::fs::{Passthrough, DEFAULT_TTL};
 pub use crate::host_inode::{DescriptorSlot, FileHandleBytes, HostInode};
 pub use crate::lockref_inodes::{LockrefInode, LockrefTable};
 #[cfg(feature = "server")]
 pub use crate::mount::MountConfig;
+#[cfg(feature = "server")]
+pub use crate::options::{HostInodes, Options};
 #[cfg(feature = "server")]
 pub use crate::server::Server;
 pub use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};

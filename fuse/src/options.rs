@@ -1,0 +1,54 @@
+//! How the server is configured ([`Options`]) and how its inode table
+//! names host inodes ([`HostInodes`]): by file handle into a bounded
+//! descriptor cache, or by a descriptor held per inode.
+
+use std::time::Duration;
+
+use crate::fs::DEFAULT_TTL;
+
+/// How the inode table names host inodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HostInodes {
+    /// By file handle (`name_to_handle_at`), reopened into a bounded cache
+    /// of descriptors when a request needs one: no descriptor per inode
+    /// the kernel remembers. Needs a filesystem that gives handles and a
+    /// server with `CAP_DAC_READ_SEARCH` (root).
+    #[default]
+    ByFileHandle,
+    /// By an `O_PATH` descriptor held while the kernel remembers the inode:
+    /// for a filesystem without file handles, or a server that is not
+    /// root. A user with many files can exhaust the server's descriptors.
+    ByDescriptor,
+}
+
+/// How to serve: [`Passthrough::with_options`](crate::Passthrough::with_options).
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// How long the kernel may trust entries and attributes.
+    pub ttl: Duration,
+    /// How host inodes are named.
+    pub host_inodes: HostInodes,
+    /// The most reopened descriptors kept ([`HostInodes::ByFileHandle`]);
+    /// `None`: half the hard limit on open descriptors (which the mount
+    /// raises the soft limit to), at most 65,536.
+    pub descriptor_budget: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            ttl: DEFAULT_TTL,
+            host_inodes: HostInodes::default(),
+            descriptor_budget: None,
+        }
+    }
+}
+
+/// The default descriptor budget: half the hard limit, at most 65,536.
+pub(crate) fn default_budget() -> usize {
+    let hard = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map_or(1024, |(_, hard)| hard);
+    usize::try_from(hard / 2)
+        .unwrap_or(usize::MAX)
+        .clamp(16, 1 << 16)
+}
