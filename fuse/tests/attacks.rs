@@ -13,7 +13,7 @@
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -257,13 +257,8 @@ fn credentials_under_stress<T: InodeTable>() {
             fs::create_dir(m.host("root")).unwrap();
             let mnt = m.mnt.display().to_string();
             let creator = |uid: u32, other: u32, k: u32| {
-                let mut c = Command::new("setpriv");
-                c.args([
-                    &format!("--reuid={uid}"),
-                    &format!("--regid={uid}"),
-                    "--clear-groups",
-                ]);
-                c.arg(PYTHON).arg("-c").arg(format!(
+                let mut c = as_user(uid, PYTHON);
+                c.arg("-c").arg(format!(
                     "import os\n\
                      crossed = 0\n\
                      for i in range({PER_PROCESS}):\n\

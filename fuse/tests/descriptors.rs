@@ -14,7 +14,7 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -79,13 +79,7 @@ fn private_dir(m: &Mount<impl InodeTable>, uid: u32) {
 /// them with their attributes (`ls -l`'s requests); prints how many of
 /// each failed.
 fn attacker(mnt: &str, uid: u32, files: u32) -> std::process::Child {
-    Command::new("setpriv")
-        .args([
-            &format!("--reuid={uid}"),
-            &format!("--regid={uid}"),
-            "--clear-groups",
-        ])
-        .arg(PYTHON)
+    as_user(uid, PYTHON)
         .arg("-c")
         .arg(format!(
             "import os\n\
@@ -112,13 +106,7 @@ fn attacker(mnt: &str, uid: u32, files: u32) -> std::process::Child {
 /// millisecond's pause (the machine has two CPUs); prints the rounds and
 /// the failed operations.
 fn bystander(mnt: &str, uid: u32) -> std::process::Child {
-    Command::new("setpriv")
-        .args([
-            &format!("--reuid={uid}"),
-            &format!("--regid={uid}"),
-            "--clear-groups",
-        ])
-        .arg(PYTHON)
+    as_user(uid, PYTHON)
         .arg("-c")
         .arg(format!(
             "import os, select, sys, time\n\

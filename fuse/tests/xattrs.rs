@@ -217,8 +217,8 @@ fn a_directory_acl_holds_on_a_cached_path<T: InodeTable>() {
         assert!(!host_refuses.status.success(), "the host refuses the user");
         let target = m.at("d/f").display().to_string();
         let stop = m.mnt.join(".stop");
-        let keeper = Command::new("setpriv")
-            .args(["--reuid=1000", "--regid=1000", "--clear-groups", "sh", "-c"])
+        let keeper = as_user(1000, "sh")
+            .arg("-c")
             .arg(format!(
                 "n=0; while [ ! -e '{}' ]; do cat '{target}' > /dev/null && n=$((n+1)); done; echo $n",
                 stop.display()
@@ -227,8 +227,8 @@ fn a_directory_acl_holds_on_a_cached_path<T: InodeTable>() {
             .spawn()
             .unwrap();
         let tries = 2000;
-        let denied = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", PYTHON, "-c"])
+        let denied = as_user(65534, PYTHON)
+            .arg("-c")
             .arg(format!(
                 "import sys\nok = 0\nfor _ in range({tries}):\n    try:\n        open(sys.argv[1]).read(); ok += 1\n    except OSError: pass\nprint(ok)"
             ))

@@ -88,8 +88,8 @@ pub fn run_replay(
     {
         let cache = Dcache::new(Config::default());
         let tree = trace::populate(&cache, ops).map_err(RunError::Op)?;
-        let first = trace::verify_pass(&cache, &tree, ops);
-        let second = trace::verify_pass(&cache, &tree, ops);
+        let first = trace::verify_pass(&cache, ops);
+        let second = trace::verify_pass(&cache, ops);
         let differing: usize = first.values().map(|(n, _)| n).sum();
         writeln!(
             out,
@@ -119,7 +119,7 @@ pub fn run_replay(
                 "{differing} recorded results were not reproduced (above); record with the README's recipe, which traces the calls that make and move names, or time it anyway with --allow-differences"
             )));
         }
-        shares = trace::seed_shares(&cache, &tree, ops);
+        shares = trace::seed_shares(&cache, ops);
         write!(out, "{}", trace::shares_table(&shares, ops.len())).map_err(RunError::Io)?;
     }
     // Before, each seed that reaches an operation alone, then every seed.
@@ -163,7 +163,7 @@ fn replay_run(
         variants,
         ..Config::default()
     });
-    let tree = trace::populate(&cache, ops).map_err(RunError::Op)?;
+    trace::populate(&cache, ops).map_err(RunError::Op)?;
     runner::run(
         ("replay", name),
         threads,
@@ -172,7 +172,7 @@ fn replay_run(
         |t| {
             Ok((
                 std::cell::Cell::new(t * ops.len() / threads.max(1)),
-                std::cell::RefCell::new(trace::Pass::new(&tree)),
+                std::cell::RefCell::new(trace::Pass::new()),
             ))
         },
         |(next, pass)| {

@@ -176,9 +176,9 @@ fn replay_reproduces_the_shipped_trace_on_every_pass() {
     let ops =
         trace::parse(&std::fs::read_to_string(format!("{dir}gcc-hello.trace")).unwrap()).unwrap();
     let cache = lockref_dcache::Dcache::new(Default::default());
-    let tree = trace::populate(&cache, &ops).unwrap();
+    trace::populate(&cache, &ops).unwrap();
     for pass in 0..3 {
-        let diff = trace::verify_pass(&cache, &tree, &ops);
+        let diff = trace::verify_pass(&cache, &ops);
         assert!(diff.is_empty(), "pass {pass}: {diff:?}");
     }
     cache.check_balanced().unwrap();
@@ -216,8 +216,8 @@ fn seed_shares_of_the_shipped_trace_are_exact() {
     let ops =
         trace::parse(&std::fs::read_to_string(format!("{dir}gcc-hello.trace")).unwrap()).unwrap();
     let cache = lockref_dcache::Dcache::new(Default::default());
-    let tree = trace::populate(&cache, &ops).unwrap();
-    let shares = trace::seed_shares(&cache, &tree, &ops);
+    trace::populate(&cache, &ops).unwrap();
+    let shares = trace::seed_shares(&cache, &ops);
     let counts: Vec<(&str, usize)> = shares.iter().map(|s| (s.seed, s.ops)).collect();
     let opens = ops
         .iter()
@@ -235,7 +235,7 @@ fn seed_shares_of_the_shipped_trace_are_exact() {
         ]
     );
     assert!(
-        trace::verify_pass(&cache, &tree, &ops).is_empty(),
+        trace::verify_pass(&cache, &ops).is_empty(),
         "the tree was put back"
     );
     let table = trace::shares_table(&shares, ops.len());
@@ -254,9 +254,9 @@ fn replay_names_what_it_cannot_reproduce_and_resets_each_pass() {
     )
     .unwrap();
     let cache = lockref_dcache::Dcache::new(Default::default());
-    let tree = trace::populate(&cache, &ops).unwrap();
-    let first = trace::verify_pass(&cache, &tree, &ops);
-    let second = trace::verify_pass(&cache, &tree, &ops);
+    trace::populate(&cache, &ops).unwrap();
+    let first = trace::verify_pass(&cache, &ops);
+    let second = trace::verify_pass(&cache, &ops);
     assert_eq!(first, second, "every pass alike");
     // Only the last line: /t/gone was missing, then opened (made by a call
     // the trace does not hold).
@@ -359,7 +359,7 @@ rmdir /b/out - 0
     assert!(tree.dirs.contains("/b/empty") && tree.dirs.contains("/b/full"));
     assert!(!tree.dirs.contains("/b/out"), "made by the trace");
     for pass in 0..3 {
-        let diff = trace::verify_pass(&cache, &tree, &ops);
+        let diff = trace::verify_pass(&cache, &ops);
         assert!(diff.is_empty(), "pass {pass}: {diff:?}");
     }
     cache.check_balanced().unwrap();
@@ -388,9 +388,9 @@ fn the_shipped_cargo_build_replays_exactly() {
         .count();
     assert_eq!(moves, 293, "mkdir, unlink, rmdir, rename, link");
     let cache = lockref_dcache::Dcache::new(Default::default());
-    let tree = trace::populate(&cache, &ops).unwrap();
+    trace::populate(&cache, &ops).unwrap();
     for pass in 0..2 {
-        let diff = trace::verify_pass(&cache, &tree, &ops);
+        let diff = trace::verify_pass(&cache, &ops);
         assert!(diff.is_empty(), "pass {pass}: {diff:?}");
     }
     cache.check_balanced().unwrap();

@@ -20,9 +20,7 @@ pub const PYTHON: &str = "/usr/bin/python3";
 /// one to observe, as root or as 65534; returns its output and status.
 pub fn run(script: &str, act: &Path, observe: &Path, as_nobody: bool) -> String {
     let mut cmd = if as_nobody {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", PYTHON]);
-        c
+        super::as_user(65534, PYTHON)
     } else {
         Command::new(PYTHON)
     };

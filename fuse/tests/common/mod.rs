@@ -237,17 +237,18 @@ pub fn sh(cmd: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// A command running `program` as user `uid` (its gid the same), with no
+/// supplementary groups (`setpriv`).
+pub fn as_user(uid: u32, program: &str) -> Command {
+    let mut c = Command::new("setpriv");
+    c.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .arg("--clear-groups")
+        .arg(program);
+    c
+}
+
 /// Runs `cmd` as the unprivileged user 65534 (nobody), no groups.
 pub fn sh_as_nobody(cmd: &str) -> std::process::Output {
-    Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "sh",
-            "-c",
-            cmd,
-        ])
-        .output()
-        .unwrap()
+    as_user(65534, "sh").arg("-c").arg(cmd).output().unwrap()
 }

@@ -17,7 +17,7 @@
 
 use lockref_dcache::{Dcache, Variants};
 
-use super::{Op, OpKind, Pass, StartingTree};
+use super::{Op, OpKind, Pass};
 
 /// One seed's reach in a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,10 +35,10 @@ pub struct SeedShare {
 }
 
 /// Each seed's share of one pass over `ops` on `cache` (built by
-/// [`super::populate`] as `tree`); the pass puts the tree back.
-pub fn seed_shares(cache: &Dcache, tree: &StartingTree, ops: &[Op]) -> Vec<SeedShare> {
+/// [`super::populate`]); the pass puts the tree back.
+pub fn seed_shares(cache: &Dcache, ops: &[Op]) -> Vec<SeedShare> {
     let (mut opened, mut failed, mut creat_existing) = (0, 0, 0);
-    let mut pass = Pass::new(tree);
+    let mut pass = Pass::new();
     for op in ops {
         // Whether the name is there, asked before the operation runs.
         let existed =
