@@ -2,7 +2,7 @@
 //! safe table of counted objects. A lookup that hits walks a bucket's
 //! chain under an epoch pin and takes its reference with one atomic on the
 //! inode (no lock, no other shared write); the kernel's lookups are the
-//! table's peer references (`Handle::into_id`), given back by `FORGET`
+//! table's peer references (`Table::hand_out`), given back by `FORGET`
 //! without a lock unless they are the last; an inode with no reference
 //! left dies (the table removes it and drops its host descriptor). No `unsafe`
 //! here: the table does the counting, the removal and the deferred free.
@@ -60,16 +60,15 @@ impl InodeTable for LockrefTable {
     }
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
-        self.table
-            .find_or_insert_with(key, |id| LockrefInode {
-                data: InodeData {
-                    id,
-                    key,
-                    host: host(),
-                },
-            })
-            // The reference is now the kernel's, given back by `forget`.
-            .into_id()
+        // The reference is the kernel's, given back by `forget`: one atomic
+        // on the inode when the kernel holds it already.
+        self.table.hand_out(key, |id| LockrefInode {
+            data: InodeData {
+                id,
+                key,
+                host: host(),
+            },
+        })
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {

@@ -37,8 +37,8 @@ fn main() {
     };
     let cache = Table::with_keep(config, |_ino: &u64, i: &Inode| i.linked.load(Relaxed));
     // LOOKUP twice: one inode, two references for the kernel.
-    let id = cache.find_or_insert_with(42, new_inode).into_id();
-    assert_eq!(cache.find_or_insert_with(42, new_inode).into_id(), id);
+    let id = cache.hand_out(42, new_inode);
+    assert_eq!(cache.hand_out(42, new_inode), id);
     // FORGET more than was given: refused, nothing changes.
     let refused = TableError::MoreThanHeld {
         id,

@@ -32,13 +32,31 @@ impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
     /// Hands this reference to a peer (a FUSE `LOOKUP` reply hands one to
     /// the kernel): the table counts it as the peer's, and
     /// [`Table::forget`](crate::Table::forget) gives it back. Returns the
-    /// id to send.
+    /// id to send. [`Table::hand_out`](crate::Table::hand_out) does the
+    /// same for a key, in one atomic when the peer holds the entry already.
+    ///
+    /// All the peer's references hold one of the entry's between them:
+    /// the first one handed out keeps this handle's, a later one gives it
+    /// back. On a table already dropped (whose teardown ended the peer's
+    /// references) the reference is given back: nobody is left to forget
+    /// it.
     pub fn into_id(self) -> u64 {
-        // Relaxed: only `forget` reads it, to refuse more than was handed
-        // out; the reference itself is in the lockref's count already.
-        self.counted.counts.peer.fetch_add(1, Ordering::Relaxed);
-        let id = self.id();
-        let _ = CountedRef::into_raw(self.counted);
+        let node = &*self.counted;
+        let id = node.id;
+        // SeqCst, with the load of the table's state below: pairs with the
+        // teardown's store and swaps (`Counts::end_peer_refs`), so that one
+        // of the two sees this reference.
+        let first = node.counts.peer.fetch_add(1, Ordering::SeqCst) == 0;
+        // The handle's reference, unless it became the one the peer's hold.
+        let mut put = u32::from(!first);
+        if !node.shared.is_open_now() {
+            put += u32::from(node.counts.end_peer_refs());
+        }
+        let ptr = CountedRef::into_raw(self.counted);
+        // SAFETY: `put` counts references this call owns: the handle's,
+        // unless it became the peer's, and the peer's one if the table was
+        // dropped and this call ended them. Nothing reads the node after.
+        unsafe { CountedRef::put_many(ptr, put) }.expect("references this call owns");
         id
     }
 
@@ -53,8 +71,8 @@ impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
         self.counted.counts.peer.load(Ordering::Relaxed)
     }
 
-    /// The entry's count now (a snapshot): handles and the peer's
-    /// references.
+    /// The entry's count now (a snapshot): its handles, and one for all
+    /// the peer's references if it holds any.
     pub fn count(&self) -> u32 {
         self.counted.counts.lockref.count().unwrap_or(0)
     }

@@ -60,8 +60,16 @@ impl<K, V> Shared<K, V> {
         self.open.load(Ordering::Acquire)
     }
 
+    /// `is_open`, in the single order of `SeqCst` operations: for
+    /// `Handle::into_id`, against the teardown's `close` and swaps of the
+    /// peer's counts.
+    pub(crate) fn is_open_now(&self) -> bool {
+        self.open.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn close(&self) {
-        self.open.store(false, Ordering::Release);
+        // SeqCst: see `is_open_now`.
+        self.open.store(false, Ordering::SeqCst);
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -54,10 +54,13 @@ impl Default for Config {
 ///   last reference went stays (unused, findable, on a bounded LRU) or
 ///   dies. The table does the kill, the removal under the bucket locks and
 ///   the deferred free.
-/// - **Protocol ids** ([`Handle::into_id`], [`get`](Self::get),
-///   [`forget`](Self::forget)): a reference handed to a peer (a FUSE
-///   node id) is counted, and the peer cannot give back more than it was
-///   given, nor name an entry that is gone: ids are never reused.
+/// - **Protocol ids** ([`hand_out`](Self::hand_out), [`Handle::into_id`],
+///   [`get`](Self::get), [`forget`](Self::forget)): a reference handed to
+///   a peer (a FUSE node id) is counted, and the peer cannot give back
+///   more than it was given, nor name an entry that is gone: ids are never
+///   reused. The peer's references hold one of the entry's between them,
+///   so handing out one more, and a forget that is not the last, are one
+///   atomic on the peer's count and take no lock.
 /// - **Handles never outlive what they point into**: every entry keeps the
 ///   table's shared state alive, so a handle may outlive the `Table`.
 ///   Dropping the table ends the peer's references and kills the unused
@@ -83,9 +86,9 @@ impl Default for Config {
 ///     i.linked.load(Ordering::Relaxed)
 /// });
 /// // LOOKUP: find or make the inode, hand a reference to the kernel.
-/// let lookup = |ino| table.find_or_insert_with(ino, |_id| Inode { linked: AtomicBool::new(true) });
-/// let id = lookup(7).into_id();
-/// assert_eq!(lookup(7).into_id(), id); // the same inode, a second reference
+/// let lookup = |ino| table.hand_out(ino, |_id| Inode { linked: AtomicBool::new(true) });
+/// let id = lookup(7);
+/// assert_eq!(lookup(7), id); // the same inode, a second reference
 /// assert_eq!(table.forget(id, 3), Err(TableError::MoreThanHeld { id, forget: 3, held: 2 }));
 /// table.forget(id, 2).unwrap();
 /// assert_eq!(table.unused(), 1); // linked: cached at zero
@@ -154,6 +157,26 @@ where
         }
     }
 
+    /// Hands a reference to `key`'s entry, made by `make` if absent, to
+    /// the peer, and returns its id: `find_or_insert_with(key,
+    /// make).into_id()` (a FUSE `LOOKUP`), in one atomic on the entry and
+    /// no lock when the peer holds it already.
+    pub fn hand_out(&self, key: K, make: impl FnOnce(u64) -> V) -> u64 {
+        let hash = self.shared.hash(&key);
+        {
+            let guard = crossbeam_epoch::pin();
+            if let Some(found) = self.shared.find_key(hash, &key, &guard) {
+                // SAFETY: found on its chain while pinned: valid until the
+                // pin ends.
+                let node = unsafe { found.as_ref() };
+                if node.counts.hand_out_another() {
+                    return node.id;
+                }
+            }
+        }
+        self.find_or_insert_with(key, make).into_id()
+    }
+
     /// The live entry with `id`, referenced (a request naming a node id).
     /// Takes no lock.
     ///
@@ -187,31 +210,22 @@ where
             .ok_or(TableError::UnknownId(id))?;
         // SAFETY: found while pinned: valid until the pin ends.
         let node = unsafe { found.as_ref() };
-        // Relaxed: the count of references, not this number, orders the
-        // entry's teardown; this only refuses a peer that gives back more
-        // than it got.
-        node.counts
-            .peer
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
-                held.checked_sub(n)
-            })
-            .map_err(|held| {
-                if held == 0 && node.counts.lockref.is_dead() {
-                    TableError::UnknownId(id)
-                } else {
-                    TableError::MoreThanHeld {
-                        id,
-                        forget: n,
-                        held,
-                    }
+        let last = node.counts.forget(n).map_err(|held| {
+            if held == 0 && node.counts.lockref.is_dead() {
+                TableError::UnknownId(id)
+            } else {
+                TableError::MoreThanHeld {
+                    id,
+                    forget: n,
+                    held,
                 }
-            })?;
-        // More than `u32::MAX` can only be held on a saturated count, where
-        // a put of `u32::MAX` moves nothing, as the whole `n` would.
-        let n = u32::try_from(n).unwrap_or(u32::MAX);
-        // SAFETY: the peer owned these `n` references (handed out by
-        // `into_raw` in `Handle::into_id`), just taken from its count.
-        unsafe { CountedRef::put_many(found, n) }.expect("the peer's references are counted");
+            }
+        })?;
+        if last {
+            // SAFETY: the lockref reference the peer's references held
+            // between them, now this call's (`Counts::forget`).
+            unsafe { CountedRef::put_many(found, 1) }.expect("the peer's reference is counted");
+        }
         drop(guard);
         Ok(())
     }
@@ -296,13 +310,9 @@ impl<K: Send + Sync, V: Send + Sync> Drop for Table<K, V> {
         for ptr in shared.all(&guard) {
             // SAFETY: found while pinned: valid until the pin ends.
             let node = unsafe { ptr.as_ref() };
-            // AcqRel: one teardown, racing nothing but handles' puts.
-            let held = node.counts.peer.swap(0, Ordering::AcqRel);
-            if held > 0 {
-                // Above `u32::MAX` only on a saturated count: nothing moves.
-                let held = u32::try_from(held).unwrap_or(u32::MAX);
-                // SAFETY: the peer's references, taken from its count.
-                let _ = unsafe { CountedRef::put_many(ptr, held) };
+            if node.counts.end_peer_refs() {
+                // SAFETY: the peer's lockref reference, now ours.
+                let _ = unsafe { CountedRef::put_many(ptr, 1) };
             }
             // A handle's last put either came before (kept it: killed here)
             // or comes after this kill's lock, and sees the table closed.

@@ -115,6 +115,35 @@ fn forget_races_a_lookup_by_id() {
     });
 }
 
+/// The peer's last forget races a hand out of the same key: the hand out
+/// adds to the peer's count while it is above zero, or finds it at zero
+/// and takes a reference of its own (reviving the entry, or inserting a
+/// fresh one if it died); either way the peer ends with exactly one
+/// reference, and one forget frees everything.
+#[test]
+fn hand_out_races_the_last_forget() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        let id = t.hand_out(7, |_| value(&drops, false));
+        let forget = {
+            let t = t.clone();
+            thread::spawn(move || t.forget(id, 1))
+        };
+        let hand_out = {
+            let (t, drops) = (t.clone(), drops.clone());
+            thread::spawn(move || t.hand_out(7, |_| value(&drops, false)))
+        };
+        assert_eq!(forget.join().unwrap(), Ok(()));
+        let again = hand_out.join().unwrap();
+        assert_eq!(t.peer_refs(again), Some(1), "exactly the new reference");
+        assert_eq!(t.len(), 1);
+        t.forget(again, 1).unwrap();
+        let made = if again == id { 1 } else { 2 };
+        assert_eq!((t.len(), drops.load(SeqCst)), (0, made));
+    });
+}
+
 /// The reclaimer kills an unused entry while a lookup revives it: the
 /// lookup either wins (the entry stays, in use) or finds it gone.
 #[test]
@@ -159,5 +188,25 @@ fn dropping_the_table_races_a_live_handle() {
         put.join().unwrap();
         teardown.join().unwrap();
         assert_eq!(drops.load(SeqCst), 2, "both values dropped once");
+    });
+}
+
+/// A handle is handed to the peer while the table is dropped: the
+/// teardown ends the peer's references, or the hand out sees the table
+/// closed and gives the reference back itself; the value is dropped
+/// exactly once, and nothing leaks.
+#[test]
+fn into_id_races_the_tables_drop() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        let held = t.find_or_insert_with(8, |_| value(&drops, true));
+        let lend = thread::spawn(move || {
+            let _ = held.into_id();
+        });
+        let teardown = thread::spawn(move || drop(t));
+        lend.join().unwrap();
+        teardown.join().unwrap();
+        assert_eq!(drops.load(SeqCst), 1, "dropped once, not leaked");
     });
 }

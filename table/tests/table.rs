@@ -70,10 +70,7 @@ fn ids_count_the_peers_references_and_refuse_what_it_was_not_given() {
     let drops = Arc::default();
     let table = caching(8);
     let id = table.find_or_insert_with(10, |_| inode(&drops)).into_id();
-    assert_eq!(
-        table.find_or_insert_with(10, |_| unreachable!()).into_id(),
-        id
-    );
+    assert_eq!(table.hand_out(10, |_| unreachable!()), id);
     assert_eq!(table.peer_refs(id), Some(2));
     assert_eq!(
         table.forget(id, 3),
@@ -89,9 +86,13 @@ fn ids_count_the_peers_references_and_refuse_what_it_was_not_given() {
         "a refused forget changes nothing"
     );
     let open = table.get(id).unwrap();
-    assert_eq!(open.count(), 3);
+    assert_eq!(open.count(), 2, "the handle, and one for the peer's two");
     table.forget(id, 1).unwrap();
-    assert_eq!(open.count(), 2);
+    assert_eq!(
+        (open.count(), open.peer_refs()),
+        (2, 1),
+        "not the peer's last: the lockref is untouched"
+    );
     assert_eq!(
         table.get(id + 1).err(),
         Some(TableError::UnknownId(id + 1)),
@@ -226,45 +227,66 @@ fn handles_outlive_the_table() {
 }
 
 /// Exact accounting: a lookup hit is one atomic operation on the entry's
-/// lockref and takes no lock of the table; a forget that is not the last
-/// takes no lock at all.
+/// lockref and takes no lock of the table; handing out a reference the
+/// peer holds already, and a forget that is not the last, are one atomic
+/// on the peer's count: none on the lockref, no lock.
 #[test]
 fn a_hit_is_one_atomic_on_the_entry_and_a_forget_not_the_last_takes_no_lock() {
     let drops = Arc::default();
     let table = caching(8);
     let id = table.find_or_insert_with(1, |_| inode(&drops)).into_id();
     let held = table.get(id).unwrap();
-    let id = {
-        let h = table.find(&1).unwrap();
-        h.into_id()
-    };
     held.reset_lockref_stats();
     let locks = table.locks_taken();
+    let ops = |h: &Handle<u64, Inode>| {
+        let s = h.lockref_stats();
+        (s.operations, s.lockless, s.lock_acquisitions)
+    };
+
     let hit = table.find(&1).unwrap();
-    let s = held.lockref_stats();
-    assert_eq!(
-        (s.operations, s.lockless, s.lock_acquisitions),
-        (1, 1, 0),
-        "{s:?}"
-    );
+    assert_eq!(ops(&held), (1, 1, 0), "a hit: one lockless get");
     assert_eq!(table.locks_taken(), locks, "no table lock on a hit");
     let by_id = table.get(id).unwrap();
-    assert_eq!(held.lockref_stats().operations, 2);
-    assert_eq!(table.locks_taken(), locks);
+    assert_eq!(ops(&held), (2, 2, 0), "by id: one lockless get");
     drop((hit, by_id));
     held.reset_lockref_stats();
+
+    assert_eq!(table.hand_out(1, |_| unreachable!()), id);
+    assert_eq!(held.peer_refs(), 2);
+    assert_eq!(ops(&held), (0, 0, 0), "handed out: the peer's count only");
     table.forget(id, 1).unwrap();
-    let s = held.lockref_stats();
-    assert_eq!(
-        (s.operations, s.lockless, s.lock_acquisitions),
-        (1, 1, 0),
-        "{s:?}"
-    );
+    assert_eq!(held.peer_refs(), 1);
+    assert_eq!(ops(&held), (0, 0, 0), "not the last forget: the same");
     assert_eq!(
         table.locks_taken(),
         locks,
-        "no table lock on a forget that is not the last"
+        "no table lock on a hand out or a forget that is not the last"
     );
+
+    // The peer's last forget puts the one reference its references held.
+    table.forget(id, 1).unwrap();
+    assert_eq!(ops(&held), (1, 1, 0), "the last forget: one lockless put");
+    assert_eq!(held.count(), 1);
+}
+
+/// A handle handed to the peer after the table is dropped: nobody is left
+/// to forget it, so the reference is given back and the entry dies with
+/// its last handle.
+#[test]
+fn a_handle_handed_out_after_the_table_is_dropped_is_given_back() {
+    let drops = Arc::<AtomicUsize>::default();
+    let table = caching(8);
+    let first = table.find_or_insert_with(1, |_| inode(&drops));
+    let second = first.clone();
+    let lent = table.find_or_insert_with(2, |_| inode(&drops));
+    drop(table);
+    assert_eq!(drops.load(Ordering::Relaxed), 0, "both still held");
+    let _ = lent.into_id();
+    assert_eq!(drops.load(Ordering::Relaxed), 1, "its only reference: died");
+    let _ = first.into_id();
+    assert_eq!(second.count(), 1, "the peer's reference was given back");
+    drop(second);
+    assert_eq!(drops.load(Ordering::Relaxed), 2);
 }
 
 /// Four threads look up, hand out, forget, open and drop entries of a few
@@ -296,6 +318,13 @@ fn concurrent_lookups_forgets_and_puts_stay_balanced() {
                             assert!(Handle::ptr_eq(&again, &h));
                         }
                         2 if i % 16 == 2 => h.linked.store(false, Ordering::Relaxed),
+                        3 => {
+                            let id = table.hand_out(key, |_| {
+                                made.fetch_add(1, Ordering::Relaxed);
+                                inode(drops)
+                            });
+                            table.forget(id, 1).expect("our own reference");
+                        }
                         _ => {}
                     }
                 }
