@@ -6,7 +6,6 @@ use core::ops::Deref;
 use lockref::CountedRef;
 
 use crate::node::Node;
-use crate::sync::Ordering;
 
 /// An owned, counted reference to an entry of a [`Table`](crate::Table):
 /// one pointer. `Clone` takes a reference (one atomic on the entry), `Drop`
@@ -43,14 +42,12 @@ impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
     pub fn into_id(self) -> u64 {
         let node = &*self.counted;
         let id = node.id;
-        // SeqCst, with the load of the table's state below: pairs with the
-        // teardown's store and swaps (`Counts::end_peer_refs`), so that one
-        // of the two sees this reference.
-        let first = node.counts.peer.fetch_add(1, Ordering::SeqCst) == 0;
+        // Before the load of the table's state (`PeerRefs::add_first_or_more`).
+        let first = node.counts.peer.add_first_or_more();
         // The handle's reference, unless it became the one the peer's hold.
         let mut put = u32::from(!first);
         if !node.shared.is_open_now() {
-            put += u32::from(node.counts.end_peer_refs());
+            put += u32::from(node.counts.peer.end());
         }
         let ptr = CountedRef::into_raw(self.counted);
         // SAFETY: `put` counts references this call owns: the handle's,
@@ -67,8 +64,7 @@ impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
 
     /// The references the peer holds on this entry now (a snapshot).
     pub fn peer_refs(&self) -> u64 {
-        // Relaxed: a snapshot.
-        self.counted.counts.peer.load(Ordering::Relaxed)
+        self.counted.counts.peer.held()
     }
 
     /// The entry's count now (a snapshot): its handles, and one for all

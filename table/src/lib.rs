@@ -24,6 +24,7 @@ mod error;
 mod handle;
 mod lru;
 mod node;
+mod peer_refs;
 mod shared;
 mod sync;
 mod table;

@@ -8,7 +8,7 @@ use lockref::CountedRef;
 use crate::error::TableError;
 use crate::handle::Handle;
 use crate::shared::{Keep, Shared};
-use crate::sync::{Arc, Ordering};
+use crate::sync::Arc;
 
 /// How a [`Table`] is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,7 +169,7 @@ where
                 // SAFETY: found on its chain while pinned: valid until the
                 // pin ends.
                 let node = unsafe { found.as_ref() };
-                if node.counts.hand_out_another() {
+                if node.counts.peer.add_another() {
                     return node.id;
                 }
             }
@@ -210,7 +210,7 @@ where
             .ok_or(TableError::UnknownId(id))?;
         // SAFETY: found while pinned: valid until the pin ends.
         let node = unsafe { found.as_ref() };
-        let last = node.counts.forget(n).map_err(|held| {
+        let last = node.counts.peer.forget(n).map_err(|held| {
             if held == 0 && node.counts.lockref.is_dead() {
                 TableError::UnknownId(id)
             } else {
@@ -223,7 +223,7 @@ where
         })?;
         if last {
             // SAFETY: the lockref reference the peer's references held
-            // between them, now this call's (`Counts::forget`).
+            // between them, now this call's (`PeerRefs::forget`).
             unsafe { CountedRef::put_many(found, 1) }.expect("the peer's reference is counted");
         }
         drop(guard);
@@ -236,7 +236,7 @@ where
         let found = self.shared.find_id(id, &guard)?;
         // SAFETY: found while pinned.
         let node = unsafe { found.as_ref() };
-        (!node.counts.lockref.is_dead()).then(|| node.counts.peer.load(Ordering::Relaxed))
+        (!node.counts.lockref.is_dead()).then(|| node.counts.peer.held())
     }
 
     /// Takes `key`'s entry out of the lookups by key (an unlink): it stays
@@ -310,7 +310,7 @@ impl<K: Send + Sync, V: Send + Sync> Drop for Table<K, V> {
         for ptr in shared.all(&guard) {
             // SAFETY: found while pinned: valid until the pin ends.
             let node = unsafe { ptr.as_ref() };
-            if node.counts.end_peer_refs() {
+            if node.counts.peer.end() {
                 // SAFETY: the peer's lockref reference, now ours.
                 let _ = unsafe { CountedRef::put_many(ptr, 1) };
             }
