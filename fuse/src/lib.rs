@@ -27,6 +27,7 @@
 //! | the table interface, [`Key`], [`ForgetError`] | `table.rs` |
 //! | [`LockrefTable`] (lockref) | `lockref_inodes.rs` |
 //! | [`VirtiofsdTable`] (virtiofsd-style) | `virtiofsd_inodes.rs` |
+//! | [`DashmapTable`] (on `dashmap`, measured only) | `dashmap_inodes.rs` |
 //! | the FUSE operations on the host, [`Passthrough`] | `fs.rs` |
 //! | the fuser `Filesystem` that replies, [`Server`] | `server.rs` |
 //! | open file and directory handles | `handles.rs` |
@@ -44,6 +45,7 @@
 
 #[cfg(feature = "server")]
 mod creds;
+mod dashmap_inodes;
 #[cfg(feature = "server")]
 mod descriptors;
 #[cfg(feature = "testing")]
@@ -74,6 +76,7 @@ mod workload;
 #[cfg(feature = "server")]
 mod xattr;
 
+pub use crate::dashmap_inodes::{DashmapInode, DashmapTable};
 #[cfg(feature = "server")]
 pub use crate::descriptors::DescriptorStats;
 #[cfg(feature = "server")]

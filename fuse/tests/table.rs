@@ -1,9 +1,10 @@
-//! Both inode tables, without the kernel: lookups, forgets, handles, and
+//! The inode tables (lockref's, the virtiofsd-style and the dashmap
+//! baselines), without the kernel: lookups, forgets, handles, and
 //! the kernel's input refused when it lies, with every count left as it
 //! was.
 
 use lockref_fuse::{
-    ForgetError, HostInode, InodeTable, Key, LockrefTable, VirtiofsdTable, ROOT_ID,
+    DashmapTable, ForgetError, HostInode, InodeTable, Key, LockrefTable, VirtiofsdTable, ROOT_ID,
 };
 
 fn fd() -> HostInode {
@@ -51,6 +52,11 @@ fn lookups_and_forgets_virtiofsd() {
     lookups_and_forgets::<VirtiofsdTable>();
 }
 
+#[test]
+fn lookups_and_forgets_dashmap() {
+    lookups_and_forgets::<DashmapTable>();
+}
+
 /// A FORGET of an unknown node id or of more than the kernel holds is
 /// refused with a typed error and changes nothing; the inode stays usable.
 fn lying_kernel_is_refused<T: InodeTable>() {
@@ -93,6 +99,11 @@ fn lying_kernel_is_refused_lockref() {
 #[test]
 fn lying_kernel_is_refused_virtiofsd() {
     lying_kernel_is_refused::<VirtiofsdTable>();
+}
+
+#[test]
+fn lying_kernel_is_refused_dashmap() {
+    lying_kernel_is_refused::<DashmapTable>();
 }
 
 /// The lockref table keeps an inode while a handle (a reference) holds it,
@@ -147,6 +158,11 @@ fn concurrent_lookups_and_forgets_virtiofsd() {
 }
 
 #[test]
+fn concurrent_lookups_and_forgets_dashmap() {
+    concurrent_lookups_and_forgets::<DashmapTable>();
+}
+
+#[test]
 fn names_from_the_kernel_are_checked() {
     use lockref_fuse::host::{check_name, NAME_MAX};
     use std::ffi::OsStr;
@@ -188,6 +204,11 @@ fn request_mix_is_balanced_virtiofsd() {
     request_mix_is_balanced::<VirtiofsdTable>();
 }
 
+#[test]
+fn request_mix_is_balanced_dashmap() {
+    request_mix_is_balanced::<DashmapTable>();
+}
+
 /// A handle must never outlive what it points into (the outside audit:
 /// with the old lockref table, a handle read garbage after the table was
 /// dropped, and dropping it ran `release` on freed maps). Both tables:
@@ -212,4 +233,9 @@ fn a_handle_outlives_its_table_lockref() {
 #[test]
 fn a_handle_outlives_its_table_virtiofsd() {
     a_handle_outlives_its_table::<VirtiofsdTable>();
+}
+
+#[test]
+fn a_handle_outlives_its_table_dashmap() {
+    a_handle_outlives_its_table::<DashmapTable>();
 }

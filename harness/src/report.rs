@@ -74,7 +74,8 @@ pub fn legend(results: &[Measurement]) -> String {
     if has("inodes") {
         out.push_str(
             "  inodes rows    the first variant is the virtiofsd-style table (a locked map of Arcs), the\n\
-             \x20                second the table on lockref's CountedRef.\n",
+             \x20                second lockref's table (lockref-table), the third a table on dashmap's\n\
+             \x20                sharded maps (the well-kept concurrent map a FUSE author would reach for).\n",
         );
     }
     if has("replay") {

@@ -4,7 +4,7 @@
 use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
 use lockref::CasWord;
 use lockref_dcache::{Config, Dcache, Errno, OpenFlags, Variants};
-use lockref_fuse::{LockrefTable, RequestMix, VirtiofsdTable};
+use lockref_fuse::{DashmapTable, LockrefTable, RequestMix, VirtiofsdTable};
 use lockref_measure::layout::{DentryLayout, LookupLine, OwnLine};
 use lockref_measure::{AddWordGetPut, Floor, GetPut, LockRefGetPut};
 
@@ -87,7 +87,7 @@ impl Testcase {
                 "ExpBackoff",
                 "fetch_add word",
             ],
-            Testcase::Inodes => &["virtiofsd", "lockref"],
+            Testcase::Inodes => &["virtiofsd", "lockref", "dashmap"],
         }
     }
 
@@ -102,7 +102,7 @@ impl Testcase {
             Testcase::TryLookup => "cached-name lookup on a revalidating filesystem (seed 004: no revalidation)",
             Testcase::Stat2 => "lookup + release of one name, lockref in its own cache line or in the lookup's",
             Testcase::Lockref => "get + put on one shared lockref: the fetch_add floor, each policy, the fetch_add word",
-            Testcase::Inodes => "the FUSE inode table's share of LOOKUP/OPEN/READ/RELEASE/FORGET: virtiofsd-style vs lockref",
+            Testcase::Inodes => "the FUSE inode table's share of LOOKUP/OPEN/READ/RELEASE/FORGET: virtiofsd-style vs lockref vs dashmap",
         }
     }
 
@@ -177,8 +177,11 @@ impl Testcase {
                 3 => State::ExpBackoff(LockRefGetPut::new()),
                 _ => State::AddWord(AddWordGetPut::new()),
             },
-            Testcase::Inodes if seed_after => State::LockrefInodes(RequestMix::new()),
-            Testcase::Inodes => State::VirtiofsdInodes(RequestMix::new()),
+            Testcase::Inodes => match variant {
+                0 => State::VirtiofsdInodes(RequestMix::new()),
+                1 => State::LockrefInodes(RequestMix::new()),
+                _ => State::DashmapInodes(RequestMix::new()),
+            },
         }
     }
 
@@ -266,6 +269,7 @@ impl Worker<'_> {
             (Testcase::Lockref, State::AddWord(r)) => r.get_put(),
             (Testcase::Inodes, State::VirtiofsdInodes(m)) => m.run_once(),
             (Testcase::Inodes, State::LockrefInodes(m)) => m.run_once(),
+            (Testcase::Inodes, State::DashmapInodes(m)) => m.run_once(),
             _ => return Err(Errno::Inval),
         }
         Ok(())
@@ -309,6 +313,8 @@ pub enum State {
     VirtiofsdInodes(RequestMix<VirtiofsdTable>),
     /// The lockref FUSE inode table.
     LockrefInodes(RequestMix<LockrefTable>),
+    /// The FUSE inode table on `dashmap`'s sharded maps.
+    DashmapInodes(RequestMix<DashmapTable>),
 }
 
 impl State {

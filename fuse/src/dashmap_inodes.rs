@@ -1,0 +1,163 @@
+//! [`DashmapTable`]: the second baseline, the inode table a FUSE author
+//! writes on a well-kept concurrent map instead of lockref's table:
+//! [`dashmap`]'s sharded maps (a hash map behind a reader-writer lock per
+//! shard), an `Arc` per inode and an atomic count of the kernel's lookups.
+//! It is here to measure the choice of the lockref table's design (chains
+//! walked under an epoch pin, one atomic on the entry) against a map that
+//! spreads its locks instead of removing them.
+//!
+//! Its protocol, each step under one shard lock: a lookup that finds the
+//! inode counts the kernel's lookup only while the count is above zero
+//! (under the id shard's read lock); a `FORGET` takes its lookups off the
+//! same way, and the one that reaches zero removes the inode if its count
+//! is still zero (the id shard's write lock), then its key if the key
+//! still names it. A count at zero never rises again, so the removal's
+//! check is final; a lookup that meets it inserts a new inode under the
+//! key shard's write lock (the one lock held with another: key, then id).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use dashmap::mapref::entry::Entry;
+use dashmap::DashMap;
+
+use crate::host_inode::HostInode;
+use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
+
+/// An inode of the sharded table.
+pub struct DashmapInode {
+    data: InodeData,
+    /// The kernel's lookups: raised only above zero, and the inode leaves
+    /// the map when a `FORGET` brings it to zero.
+    kernel_lookups: AtomicU64,
+}
+
+impl std::ops::Deref for DashmapInode {
+    type Target = InodeData;
+    fn deref(&self) -> &InodeData {
+        &self.data
+    }
+}
+
+impl DashmapInode {
+    /// One more of the kernel's lookups, unless it has none left (the
+    /// inode is leaving the map).
+    fn count_lookup(&self) -> bool {
+        // Relaxed: a counter; the map's shard locks order the removal.
+        self.kernel_lookups
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n > 0).then(|| n.saturating_add(1))
+            })
+            .is_ok()
+    }
+}
+
+/// The inode table on two `DashMap`s, by node id and by host inode.
+pub struct DashmapTable {
+    by_id: DashMap<u64, Arc<DashmapInode>>,
+    by_key: DashMap<Key, u64>,
+    next_id: AtomicU64,
+}
+
+impl DashmapTable {
+    fn make(&self, key: Key, host: HostInode) -> (u64, Arc<DashmapInode>) {
+        // Relaxed: a unique number is all that is needed.
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let inode = Arc::new(DashmapInode {
+            data: InodeData { id, key, host },
+            kernel_lookups: AtomicU64::new(1),
+        });
+        (id, inode)
+    }
+}
+
+impl InodeTable for DashmapTable {
+    type Ref = Arc<DashmapInode>;
+    const NAME: &'static str = "dashmap";
+
+    fn new(root: HostInode, key: Key) -> Self {
+        let table = DashmapTable {
+            by_id: DashMap::new(),
+            by_key: DashMap::new(),
+            next_id: AtomicU64::new(ROOT_ID),
+        };
+        // The root's count never reaches zero: one lookup of its own.
+        let (id, inode) = table.make(key, root);
+        table.by_id.insert(id, inode);
+        table.by_key.insert(key, id);
+        table
+    }
+
+    fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
+        let known = self.by_key.get(&key).map(|id| *id);
+        if let Some(id) = known {
+            if self.by_id.get(&id).is_some_and(|i| i.count_lookup()) {
+                return id;
+            }
+        }
+        match self.by_key.entry(key) {
+            Entry::Occupied(mut named) => {
+                let id = *named.get();
+                if self.by_id.get(&id).is_some_and(|i| i.count_lookup()) {
+                    return id;
+                }
+                let (id, inode) = self.make(key, host());
+                self.by_id.insert(id, inode);
+                named.insert(id);
+                id
+            }
+            Entry::Vacant(absent) => {
+                let (id, inode) = self.make(key, host());
+                self.by_id.insert(id, inode);
+                absent.insert(id);
+                id
+            }
+        }
+    }
+
+    fn get(&self, id: u64) -> Option<Self::Ref> {
+        self.by_id.get(&id).map(|inode| inode.clone())
+    }
+
+    fn forget(&self, id: u64, n: u64) -> Result<(), ForgetError> {
+        let (key, left) = {
+            let inode = self.by_id.get(&id).ok_or(ForgetError::UnknownInode(id))?;
+            // Relaxed: as in `count_lookup`.
+            let held = inode
+                .kernel_lookups
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                    held.checked_sub(n)
+                })
+                .map_err(|held| {
+                    if held == 0 {
+                        ForgetError::UnknownInode(id)
+                    } else {
+                        ForgetError::MoreThanHeld {
+                            id,
+                            forget: n,
+                            held,
+                        }
+                    }
+                })?;
+            (inode.key, held - n)
+        };
+        if left == 0 && n > 0 {
+            let gone = self
+                .by_id
+                .remove_if(&id, |_, i| i.kernel_lookups.load(Ordering::Relaxed) == 0);
+            if gone.is_some() {
+                self.by_key.remove_if(&key, |_, named| *named == id);
+            }
+        }
+        Ok(())
+    }
+
+    fn inodes(&self) -> usize {
+        self.by_id.len()
+    }
+
+    fn kernel_lookups(&self, id: u64) -> Option<u64> {
+        let inode = self.by_id.get(&id)?;
+        Some(inode.kernel_lookups.load(Ordering::Relaxed))
+    }
+}
