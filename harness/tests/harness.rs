@@ -1,15 +1,14 @@
 //! The harness's logic, never its speed: options, every testcase in every
-//! variant, the operation counts behind each seed's before and after,
-//! outputs that parse back, pinning and the idle share (the traces are in
-//! `traces.rs`).
+//! variant, outputs that parse back (the operation counts behind each
+//! seed's before and after are in `seed_counts.rs`, the CPUs in `cpus.rs`,
+//! the traces in `traces.rs`).
 
 use std::time::Duration;
 
-use lockref_dcache::testing::deferred_on_this_thread;
 use lockref_dcache::Errno;
 use lockref_harness::options::Options;
 use lockref_harness::runner::{self, Measurement, RunConfig, RunError};
-use lockref_harness::testcases::{State, Testcase, ALL};
+use lockref_harness::testcases::{Testcase, ALL};
 use lockref_harness::{report, run_testcases};
 
 fn args(s: &str) -> Vec<String> {
@@ -93,112 +92,6 @@ fn every_testcase_runs_in_every_variant() {
                 }
             }
         }
-    }
-}
-
-/// The lockref operations on `path`'s dentry during `n` iterations.
-fn ops_on(state: &State, tc: Testcase, path: &str, n: usize) -> usize {
-    let cache = state.dcache().unwrap();
-    let d = cache.lookup_path(path).unwrap().dentry().clone();
-    let w = tc.worker(state, 0).unwrap();
-    w.run_once().unwrap(); // warm: caches any negative dentries
-    d.reset_lockref_stats();
-    for _ in 0..n {
-        w.run_once().unwrap();
-    }
-    d.lockref_stats().operations
-}
-
-#[test]
-fn open3_consume_saves_exactly_two_operations_per_open() {
-    let after = ops_on(
-        &Testcase::Open3.setup(1, 1),
-        Testcase::Open3,
-        "/tmp/shared/file",
-        10,
-    );
-    let before = ops_on(
-        &Testcase::Open3.setup(0, 1),
-        Testcase::Open3,
-        "/tmp/shared/file",
-        10,
-    );
-    assert_eq!((before, after), (40, 20));
-}
-
-#[test]
-fn openneg_token_defers_nothing() {
-    for (v, per_iter) in [(0, 1), (1, 0)] {
-        let state = Testcase::OpenNeg.setup(v, 1);
-        let w = Testcase::OpenNeg.worker(&state, 0).unwrap();
-        let start = deferred_on_this_thread();
-        for _ in 0..10 {
-            w.run_once().unwrap();
-        }
-        assert_eq!(
-            deferred_on_this_thread() - start,
-            10 * per_iter,
-            "variant {v}"
-        );
-    }
-}
-
-#[test]
-fn pseudo_self_parent_touches_no_root() {
-    for (v, per_iter) in [(0, 2), (1, 0)] {
-        let state = Testcase::Pseudo.setup(v, 1);
-        let root = state.dcache().unwrap().pseudo_root();
-        root.reset_lockref_stats();
-        let w = Testcase::Pseudo.worker(&state, 0).unwrap();
-        for _ in 0..10 {
-            w.run_once().unwrap();
-        }
-        assert_eq!(
-            root.lockref_stats().operations,
-            10 * per_iter,
-            "variant {v}"
-        );
-    }
-}
-
-#[test]
-fn creat_lookup_first_takes_no_directory_lock() {
-    for (v, per_iter) in [(0, 1), (1, 0)] {
-        let state = Testcase::Creat.setup(v, 1);
-        let dir = state.dcache().unwrap().lookup_path("/tmp/shared").unwrap();
-        let before = dir.dentry().inode_write_locks();
-        let w = Testcase::Creat.worker(&state, 0).unwrap();
-        for _ in 0..10 {
-            w.run_once().unwrap();
-        }
-        assert_eq!(
-            dir.dentry().inode_write_locks() - before,
-            10 * per_iter,
-            "variant {v}"
-        );
-    }
-}
-
-#[test]
-fn trylookup_without_revalidation_takes_no_dentry_lock() {
-    for (v, per_iter) in [(0, 1), (1, 0)] {
-        let state = Testcase::TryLookup.setup(v, 1);
-        let cache = state.dcache().unwrap();
-        let dir = cache.lookup_path("/tmp/shared").unwrap();
-        let file = cache
-            .try_lookup_noperm(dir.dentry(), "file")
-            .unwrap()
-            .unwrap();
-        file.reset_lockref_stats();
-        let w = Testcase::TryLookup.worker(&state, 0).unwrap();
-        for _ in 0..10 {
-            w.run_once().unwrap();
-        }
-        assert_eq!(
-            file.lockref_stats().lock_acquisitions,
-            10 * per_iter,
-            "variant {v}"
-        );
     }
 }
 
@@ -431,74 +324,4 @@ fn a_failing_body_is_an_error_not_a_panic() {
         |()| Err(Errno::NoEnt),
     );
     assert!(matches!(r, Err(RunError::Op(Errno::NoEnt))));
-}
-
-#[test]
-fn workers_take_physical_cores_before_smt_siblings() {
-    use lockref_harness::cpus::placement_order;
-    // Four cores with two threads each, siblings numbered n and n+4.
-    let core = |cpu: usize| Some((0, (cpu % 4) as u32));
-    assert_eq!(
-        placement_order(&[0, 1, 2, 3, 4, 5, 6, 7], core),
-        [0, 1, 2, 3, 4, 5, 6, 7]
-    );
-    // Siblings adjacent (0,1 on core 0, ...): cores first all the same.
-    let adjacent = |cpu: usize| Some((0, (cpu / 2) as u32));
-    assert_eq!(
-        placement_order(&[0, 1, 2, 3, 4, 5], adjacent),
-        [0, 2, 4, 1, 3, 5]
-    );
-    // Only some CPUs allowed; no topology: as given.
-    assert_eq!(placement_order(&[1, 3, 4], adjacent), [1, 3, 4]);
-    assert_eq!(placement_order(&[5, 2], |_| None), [5, 2]);
-}
-
-#[test]
-fn pinning_uses_allowed_cpus_and_a_failed_pin_is_an_error() {
-    use lockref_harness::cpus;
-    let allowed = cpus::allowed();
-    assert!(!allowed.is_empty());
-    assert_eq!(cpus::worker_cpus().len(), allowed.len());
-    // On a thread of its own: pinning sticks to the calling thread.
-    std::thread::spawn(move || {
-        cpus::pin_to(allowed[0]).unwrap();
-        let e = cpus::pin_to(100_000).unwrap_err();
-        assert_eq!(e.cpu, 100_000);
-        assert!(e.to_string().contains("--no-pin"));
-    })
-    .join()
-    .unwrap();
-    // A pinned run works on the allowed CPUs.
-    assert!(runner::run(
-        ("x", "y"),
-        1,
-        &RunConfig {
-            duration: Duration::from_millis(5),
-            warmup: Duration::ZERO,
-            pin: true,
-            progress: false
-        },
-        &mut Vec::new(),
-        |_| Ok(()),
-        |()| Ok(()),
-    )
-    .is_ok());
-}
-
-#[test]
-fn idle_share_comes_from_proc_stat() {
-    use lockref_harness::cpus::CpuTimes;
-    let a = CpuTimes::parse("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4\n").unwrap();
-    let b = CpuTimes::parse("cpu  200 0 100 1000 100 0 0 0 0 0\n").unwrap();
-    assert_eq!(
-        a,
-        CpuTimes {
-            idle: 850,
-            total: 1000
-        }
-    );
-    assert_eq!(a.idle_percent(b), Some(62.5));
-    assert_eq!(a.idle_percent(a), None, "no time passed");
-    assert_eq!(CpuTimes::parse("intr 1 2 3\n"), None);
-    assert!(CpuTimes::now().is_some());
 }
