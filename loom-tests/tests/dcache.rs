@@ -4,7 +4,7 @@
 #![cfg(all(loom, crossbeam_loom))]
 
 use lockref_dcache::{Config, Dcache, Errno, OpenFlags, Variants};
-use lockref_loom_tests::model;
+use lockref_loom_tests::{model, model_with_branches};
 use loom::thread;
 
 /// A small cache for one execution. Leaked: loom threads need `'static`
@@ -188,5 +188,29 @@ fn shrink_races_revive_and_lockless_put_of_a_referenced_dentry() {
         let freed = shrinker.join().unwrap();
         let balance = c.check_balanced().unwrap();
         assert_eq!(balance.hashed + freed, 1);
+    });
+}
+
+/// A rename of a directory races a walk through it: the walk resolves the
+/// old path (before the rename) or misses it, never a freed or dead
+/// dentry; afterwards the new path resolves, the old one does not, and
+/// every count ends balanced.
+#[test]
+fn rename_races_a_walk_through_the_directory() {
+    // mkdir, create, rename and two walks: more scheduling decisions than
+    // loom's default allows per execution.
+    model_with_branches(100_000, || {
+        let c = cache(Variants::AFTER);
+        c.mkdir("/a").unwrap();
+        touch(c, "/a/f");
+        let renamer = thread::spawn(move || c.rename("/a", "/b").unwrap());
+        match c.stat("/a/f") {
+            Ok(_) => {}
+            Err(e) => assert_eq!(e, Errno::NoEnt),
+        }
+        renamer.join().unwrap();
+        assert!(c.stat("/b/f").is_ok());
+        assert_eq!(c.stat("/a/f").err(), Some(Errno::NoEnt));
+        c.check_balanced().unwrap();
     });
 }
