@@ -60,6 +60,12 @@ pub struct DashmapTable {
 }
 
 impl DashmapTable {
+    /// One more of the kernel's lookups on `id`'s inode, if it is there
+    /// and not leaving (under the id shard's read lock).
+    fn count_lookup(&self, id: u64) -> bool {
+        self.by_id.get(&id).is_some_and(|i| i.count_lookup())
+    }
+
     fn make(&self, key: Key, host: HostInode) -> (u64, Arc<DashmapInode>) {
         // Relaxed: a unique number is all that is needed.
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -90,29 +96,21 @@ impl InodeTable for DashmapTable {
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
         let known = self.by_key.get(&key).map(|id| *id);
-        if let Some(id) = known {
-            if self.by_id.get(&id).is_some_and(|i| i.count_lookup()) {
+        if let Some(id) = known.filter(|&id| self.count_lookup(id)) {
+            return id;
+        }
+        let named = self.by_key.entry(key);
+        if let Entry::Occupied(named) = &named {
+            let id = *named.get();
+            if self.count_lookup(id) {
                 return id;
             }
         }
-        match self.by_key.entry(key) {
-            Entry::Occupied(mut named) => {
-                let id = *named.get();
-                if self.by_id.get(&id).is_some_and(|i| i.count_lookup()) {
-                    return id;
-                }
-                let (id, inode) = self.make(key, host());
-                self.by_id.insert(id, inode);
-                named.insert(id);
-                id
-            }
-            Entry::Vacant(absent) => {
-                let (id, inode) = self.make(key, host());
-                self.by_id.insert(id, inode);
-                absent.insert(id);
-                id
-            }
-        }
+        // Absent, or its inode is leaving: a new one under the key's lock.
+        let (id, inode) = self.make(key, host());
+        self.by_id.insert(id, inode);
+        named.insert(id);
+        id
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {

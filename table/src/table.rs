@@ -133,13 +133,7 @@ where
     /// The live entry of `key`, referenced (reviving one kept at zero), or
     /// `None`. Takes no lock; writes nothing but the entry's count.
     pub fn find(&self, key: &K) -> Option<Handle<K, V>> {
-        let hash = self.shared.hash(key);
-        let guard = crossbeam_epoch::pin();
-        let found = self.shared.find_key(hash, key, &guard)?;
-        // SAFETY: found on its chain while pinned: not freed before the pin
-        // ends; the chain's pointer has the allocation's provenance.
-        let counted = unsafe { CountedRef::try_get(found) }?;
-        Some(Handle { counted })
+        self.find_hashed(self.shared.hash(key), key)
     }
 
     /// The live entry of `key`, referenced, or a new one with the value
@@ -147,13 +141,10 @@ where
     /// under the key's bucket lock, where two inserts of one key make one
     /// entry and a dying entry is replaced.
     pub fn find_or_insert_with(&self, key: K, make: impl FnOnce(u64) -> V) -> Handle<K, V> {
-        if let Some(found) = self.find(&key) {
-            return found;
-        }
-        self.shared.reclaim_for_insert();
         let hash = self.shared.hash(&key);
-        Handle {
-            counted: Shared::find_or_insert(&self.shared, hash, key, make),
+        match self.find_hashed(hash, &key) {
+            Some(found) => found,
+            None => self.insert_hashed(hash, key, make),
         }
     }
 
@@ -163,18 +154,45 @@ where
     /// no lock when the peer holds it already.
     pub fn hand_out(&self, key: K, make: impl FnOnce(u64) -> V) -> u64 {
         let hash = self.shared.hash(&key);
-        {
+        let found = {
             let guard = crossbeam_epoch::pin();
-            if let Some(found) = self.shared.find_key(hash, &key, &guard) {
-                // SAFETY: found on its chain while pinned: valid until the
-                // pin ends.
-                let node = unsafe { found.as_ref() };
-                if node.counts.peer.add_another() {
-                    return node.id;
+            match self.shared.find_key(hash, &key, &guard) {
+                Some(found) => {
+                    // SAFETY: found on its chain while pinned: valid until
+                    // the pin ends.
+                    let node = unsafe { found.as_ref() };
+                    if node.counts.peer.add_another() {
+                        return node.id;
+                    }
+                    // SAFETY: as above; the chain's pointer has the
+                    // allocation's provenance.
+                    unsafe { CountedRef::try_get(found) }.map(|counted| Handle { counted })
                 }
+                None => None,
             }
+        };
+        found
+            .unwrap_or_else(|| self.insert_hashed(hash, key, make))
+            .into_id()
+    }
+
+    /// `find` with the key's hash.
+    fn find_hashed(&self, hash: u64, key: &K) -> Option<Handle<K, V>> {
+        let guard = crossbeam_epoch::pin();
+        let found = self.shared.find_key(hash, key, &guard)?;
+        // SAFETY: found on its chain while pinned: not freed before the pin
+        // ends; the chain's pointer has the allocation's provenance.
+        let counted = unsafe { CountedRef::try_get(found) }?;
+        Some(Handle { counted })
+    }
+
+    /// The insert after a miss: reclaims past the bound, then finds or
+    /// inserts under the key's bucket lock.
+    fn insert_hashed(&self, hash: u64, key: K, make: impl FnOnce(u64) -> V) -> Handle<K, V> {
+        self.shared.reclaim_for_insert();
+        Handle {
+            counted: Shared::find_or_insert(&self.shared, hash, key, make),
         }
-        self.find_or_insert_with(key, make).into_id()
     }
 
     /// The live entry with `id`, referenced (a request naming a node id).
