@@ -28,6 +28,9 @@ pub enum CountError {
     /// needed; use [`LockRefGuard::mark_dead`](crate::LockRefGuard::mark_dead)
     /// to kill an object.
     OutOfRange,
+    /// A revival of an object that is not dead
+    /// ([`LockRefGuard::revive`](crate::LockRefGuard::revive)).
+    NotDead,
 }
 
 impl fmt::Display for CountError {
@@ -36,6 +39,7 @@ impl fmt::Display for CountError {
             CountError::Dead => "lockref is dead",
             CountError::Underflow => "lockref count would go below zero",
             CountError::OutOfRange => "lockref count out of range 0..=SATURATED",
+            CountError::NotDead => "lockref is not dead",
         })
     }
 }

@@ -249,6 +249,43 @@ impl<T, W: RawLockRefExact> LockRefGuard<'_, T, W> {
         // SAFETY: the guard holds the lock (type invariant).
         unsafe { self.lockref.raw.mark_dead_locked() }
     }
+
+    /// Brings a dead object back with `count` references: its memory now
+    /// holds a new object of the same type (type-stable memory, the
+    /// kernel's `SLAB_TYPESAFE_BY_RCU`: a slot of a pool, reused without
+    /// being freed). A lookup through a stale pointer that takes a
+    /// reference after this gets one on the new object, so it must check
+    /// which object it got.
+    ///
+    /// # Errors
+    ///
+    /// [`CountError::NotDead`] if alive, [`CountError::OutOfRange`] above
+    /// [`SATURATED`](crate::SATURATED): nothing changes.
+    ///
+    /// # Safety
+    ///
+    /// Nothing relies on the death any more: the old object's teardown
+    /// (its [`RefCounted::release`](crate::RefCounted::release)) is over,
+    /// and every holder of a pointer to it that may still take a reference
+    /// checks, after taking it, that the object is the one it looked for,
+    /// and puts the reference back if not.
+    ///
+    /// ```
+    /// use lockref::{CountError, LockRef};
+    ///
+    /// let slot = LockRef::with_count(0u64, 0).unwrap();
+    /// slot.lock().mark_dead();
+    /// // SAFETY: nothing else points at this slot.
+    /// unsafe { slot.lock().revive(1) }.unwrap();
+    /// assert_eq!(slot.count(), Some(1));
+    /// assert_eq!(unsafe { slot.lock().revive(1) }, Err(CountError::NotDead));
+    /// ```
+    #[inline]
+    pub unsafe fn revive(&mut self, count: u32) -> Result<(), CountError> {
+        // SAFETY: the guard holds the lock (type invariant); the caller
+        // vouches for the rest.
+        unsafe { self.lockref.raw.revive_locked(count) }
+    }
 }
 
 impl<T, W: RawLockRef> Deref for LockRefGuard<'_, T, W> {

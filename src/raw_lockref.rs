@@ -34,6 +34,9 @@ use crate::error::{CountError, PutError};
 ///   reference any more: [`get_not_dead`](Self::get_not_dead) and
 ///   [`get_not_zero`](Self::get_not_zero) return `false`,
 ///   [`get`](Self::get) panics, and [`count`](Self::count) reads `None`.
+///   The one way back is [`RawLockRefExact::revive_locked`], an `unsafe`
+///   operation whose caller vouches that nothing relies on this death any
+///   more.
 /// - **Saturated is final.** A count that reached
 ///   [`SATURATED`](crate::SATURATED) stays there (the object is leaked),
 ///   and is never reported below it.
@@ -205,4 +208,26 @@ pub unsafe trait RawLockRefExact: RawLockRef {
     ///
     /// The caller holds the lock.
     unsafe fn mark_dead_locked(&self);
+
+    /// Brings a dead word back to life with `count` references, `0 ..=
+    /// SATURATED`: the word of an object whose memory is reused for a new
+    /// object of the same type (type-stable memory, the kernel's
+    /// `SLAB_TYPESAFE_BY_RCU`). A lookup that still holds a pointer to the
+    /// old object and takes a reference after this gets one on the new
+    /// object.
+    ///
+    /// # Errors
+    ///
+    /// [`CountError::NotDead`] if the word is alive,
+    /// [`CountError::OutOfRange`] above [`SATURATED`](crate::SATURATED):
+    /// nothing changes.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock, and nothing relies on the death any
+    /// more: the old object's teardown (its `RefCounted::release`) is
+    /// over, and every holder of a pointer to it that may still take a
+    /// reference checks, after taking it, that the object is the one it
+    /// looked for (and puts the reference back if not).
+    unsafe fn revive_locked(&self, count: u32) -> Result<(), CountError>;
 }

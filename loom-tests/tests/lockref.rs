@@ -299,6 +299,48 @@ fn mark_dead_under_lock_vs_get_not_dead() {
     });
 }
 
+/// A lookup through a stale pointer (type-stable memory) races the reuse
+/// of the dead object's memory: the reuser writes the new object, then
+/// revives the word under the lock. The lookup gets nothing, or a
+/// reference that sees the new object whole (no data race on it); no
+/// reference is lost.
+#[test]
+fn revive_races_a_stale_get_not_dead() {
+    model(|| {
+        let r = Arc::new(LockRef::with_count((), 0).unwrap());
+        r.lock().mark_dead();
+        let object = Arc::new(loom::cell::UnsafeCell::new(0u32));
+        let lookup = {
+            let (r, object) = (r.clone(), object.clone());
+            thread::spawn(move || {
+                r.get_not_dead().then(|| {
+                    object.with(|v| {
+                        // SAFETY: a reference taken orders this read after
+                        // the reuser's write (the revival's unlock is
+                        // Release, the get's success Acquire).
+                        unsafe { *v }
+                    })
+                })
+            })
+        };
+        let reuser = {
+            let (r, object) = (r.clone(), object.clone());
+            thread::spawn(move || {
+                // SAFETY: the word is dead, so no lookup reads the object.
+                object.with_mut(|v| unsafe { *v = 7 });
+                let mut g = r.lock();
+                // SAFETY: the only stale lookup checks what it got (here:
+                // the new object's value).
+                unsafe { g.revive(1) }.expect("dead");
+            })
+        };
+        reuser.join().unwrap();
+        let found = lookup.join().unwrap();
+        assert!(found.is_none() || found == Some(7));
+        assert_eq!(r.count(), Some(1 + u32::from(found.is_some())));
+    });
+}
+
 /// Lockless gets and puts race a guard that reads and writes the data and
 /// the count: no lost update to either, and the count never changes
 /// lock-free while the guard holds the lock.

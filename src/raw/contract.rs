@@ -22,7 +22,8 @@ fn live(count: i32) -> Option<u32> {
 //   from `acquire`;
 // - a negative count is dead: every lockless attempt requires
 //   `count >= min >= 0`, `incremented` refuses a negative count, and
-//   nothing but `mark_dead_locked` writes one;
+//   nothing but `mark_dead_locked` writes one (nor leaves one, but
+//   `revive_locked`, whose caller vouches for it);
 // - a count at `SATURATED_I32` is outside every attempt's range and every
 //   locked change leaves it as it is;
 // - puts require `count >= 1` (lockless) or `decremented`/`decrement_by`'s
@@ -158,6 +159,19 @@ unsafe impl<P: Policy> RawLockRefExact for CasWord<P> {
         if old != SATURATED_I32 {
             self.set_count_under_lock(old, count as i32);
         }
+        Ok(())
+    }
+
+    #[inline]
+    unsafe fn revive_locked(&self, count: u32) -> Result<(), CountError> {
+        let old = self.count_under_lock();
+        if old >= 0 {
+            return Err(CountError::NotDead);
+        }
+        if count > crate::SATURATED {
+            return Err(CountError::OutOfRange);
+        }
+        self.set_count_under_lock(old, count as i32);
         Ok(())
     }
 

@@ -20,12 +20,13 @@ pub struct Handle<K: Send + Sync, V: Send + Sync> {
 impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
     /// The entry's key.
     pub fn key(&self) -> &K {
-        &self.counted.key
+        // SAFETY: our reference keeps the entry, and its key, in its slot.
+        unsafe { self.counted.key() }
     }
 
     /// The entry's id: unique for the table's life, never reused.
     pub fn id(&self) -> u64 {
-        self.counted.id
+        self.counted.id()
     }
 
     /// Hands this reference to a peer (a FUSE `LOOKUP` reply hands one to
@@ -41,12 +42,13 @@ impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
     /// it.
     pub fn into_id(self) -> u64 {
         let node = &*self.counted;
-        let id = node.id;
+        let id = node.id();
         // Before the load of the table's state (`PeerRefs::add_first_or_more`).
         let first = node.counts.peer.add_first_or_more();
         // The handle's reference, unless it became the one the peer's hold.
         let mut put = u32::from(!first);
-        if !node.shared.is_open_now() {
+        // SAFETY: our reference keeps the entry in its slot.
+        if !unsafe { node.shared() }.is_open_now() {
             put += u32::from(node.counts.peer.end());
         }
         let ptr = CountedRef::into_raw(self.counted);

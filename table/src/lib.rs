@@ -27,6 +27,7 @@ mod lru;
 mod node;
 mod peer_refs;
 mod shared;
+mod slots;
 mod sync;
 mod table;
 

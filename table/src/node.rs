@@ -1,18 +1,20 @@
-//! A table's entry: its key, value, id and lockref, its links on the two
-//! chains and the LRU, and the decision at zero ([`RefCounted`]).
+//! A table's entry: its key, value, id and lockref, its link on its key's
+//! chain and the LRU, and the decision at zero ([`RefCounted`]). A node is
+//! a slot of [`Slots`](crate::slots::Slots): its memory holds one entry
+//! after another, each with an id of its own.
 
 use core::cell::UnsafeCell;
-use core::mem::ManuallyDrop;
+use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 
-use crossbeam_epoch::{self as epoch, Shared as EpochShared};
+use crossbeam_epoch as epoch;
 use lockref::{CasWord, CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 
-use crate::chain::Link;
 use crate::lru::LruLinks;
 use crate::peer_refs::PeerRefs;
 use crate::shared::Shared;
-use crate::sync::{Arc, AtomicU8, Ordering};
+use crate::slots::VACANT;
+use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering};
 
 /// On the lookup chain of its key (cleared when it is removed from it).
 pub(crate) const ON_KEY_CHAIN: u8 = 1 << 0;
@@ -35,59 +37,90 @@ pub(crate) struct Counts {
     pub(crate) peer: PeerRefs,
 }
 
-/// An entry. Lockless walkers read only `hash`, `key`, `id`, `flags`, the
-/// chain links and the counts; the value is read only through a counted
-/// reference.
+/// A slot and the entry it holds, if any.
+///
+/// Who reads what:
+/// - a lookup by id, without a pin, reads only `id` and the counts (both
+///   atomic, and always there);
+/// - a walker of a key chain, under a pin, reads `hash`, `key`, `flags`,
+///   `key_next` and the counts of the nodes it passes: they are written
+///   only while the slot is vacant, after the grace period of its last
+///   entry, when no walker can reach it;
+/// - the value, and the table's state, only through a counted reference
+///   (or the lock at zero, or the release).
 #[repr(C)]
 pub(crate) struct Node<K, V> {
     pub(crate) flags: AtomicU8,
-    pub(crate) hash: u64,
-    pub(crate) id: u64,
-    pub(crate) key: K,
-    /// Dropped by `release`, when no reference is left (so no reader of
-    /// it); the node's memory (and the key, which walkers compare) lives
-    /// on until the grace period ends.
+    /// Never changes: the slot's number.
+    pub(crate) slot: u32,
+    pub(crate) hash: AtomicU64,
+    /// The entry's id, [`VACANT`] from its release until the slot holds
+    /// the next entry. Stored before the count is revived for an entry
+    /// (so a reference taken sees it), and stored [`VACANT`] before the
+    /// grace period that ends the entry's use of the slot (so a pinned
+    /// lookup that reads the id keeps the slot's entry until it unpins).
+    pub(crate) id: AtomicU64,
+    /// Dropped when the slot is recycled, after the grace period: walkers
+    /// compare it without a reference.
+    key: UnsafeCell<MaybeUninit<K>>,
     key_next: epoch::Atomic<Node<K, V>>,
-    id_next: epoch::Atomic<Node<K, V>>,
     pub(crate) counts: Counts,
-    value: UnsafeCell<ManuallyDrop<V>>,
+    /// Dropped by `release`, when no reference is left (so no reader of
+    /// it).
+    value: UnsafeCell<MaybeUninit<V>>,
     pub(crate) lru: LruLinks<K, V>,
-    /// The table's state: every entry keeps it alive, so that a handle can
-    /// never outlive what it points into.
-    pub(crate) shared: Arc<Shared<K, V>>,
+    /// The table's state, while the slot holds an entry: every entry
+    /// keeps it alive, so that a handle can never outlive what it points
+    /// into. Taken when the slot is recycled.
+    shared: UnsafeCell<Option<Arc<Shared<K, V>>>>,
 }
 
 // SAFETY: the value is read through shared references (`V: Sync`) and
 // dropped once, on whichever thread releases the entry (`V: Send`); the
-// rest is atomic, immutable, or used under the LRU's lock.
+// key likewise, by the recycling; the rest is atomic, immutable, or
+// written only while no other thread reads it (the vacant slot's fields,
+// the LRU links under the LRU's lock).
 unsafe impl<K: Send + Sync, V: Send + Sync> Send for Node<K, V> {}
 // SAFETY: as for `Send`.
 unsafe impl<K: Send + Sync, V: Send + Sync> Sync for Node<K, V> {}
 
 impl<K, V> Node<K, V> {
-    pub(crate) fn new(shared: Arc<Shared<K, V>>, hash: u64, id: u64, key: K, value: V) -> Self {
+    /// A slot that holds no entry: its count dead, its id [`VACANT`].
+    pub(crate) fn vacant(slot: u32) -> Self {
+        let lockref = LockRef::with_count((), 0).expect("zero is a count");
+        lockref.lock().mark_dead();
         Node {
             counts: Counts {
-                lockref: LockRef::new(()),
+                lockref,
                 peer: PeerRefs::new(),
             },
-            flags: AtomicU8::new(ON_KEY_CHAIN),
-            hash,
-            id,
-            key,
-            value: UnsafeCell::new(ManuallyDrop::new(value)),
+            flags: AtomicU8::new(0),
+            slot,
+            hash: AtomicU64::new(0),
+            id: AtomicU64::new(VACANT),
+            key: UnsafeCell::new(MaybeUninit::uninit()),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
             key_next: epoch::Atomic::null(),
-            id_next: epoch::Atomic::null(),
             lru: LruLinks::new(),
-            shared,
+            shared: UnsafeCell::new(None),
         }
     }
 
-    pub(crate) fn next(&self, link: Link) -> &epoch::Atomic<Node<K, V>> {
-        match link {
-            Link::Key => &self.key_next,
-            Link::Id => &self.id_next,
-        }
+    pub(crate) fn next(&self) -> &epoch::Atomic<Node<K, V>> {
+        &self.key_next
+    }
+
+    /// The key.
+    ///
+    /// # Safety
+    ///
+    /// The slot holds an entry that stays while the borrow lasts: the
+    /// caller holds a reference on it, or reached it on its key chain
+    /// under a pin that lasts as long.
+    pub(crate) unsafe fn key(&self) -> &K {
+        // SAFETY: written before the entry was published, dropped only
+        // after its grace period, when no reference is left.
+        unsafe { (*self.key.get()).assume_init_ref() }
     }
 
     /// The value.
@@ -97,8 +130,27 @@ impl<K, V> Node<K, V> {
     /// The caller holds a reference on the entry, or its lock at count
     /// zero before a kill: the value is not dropped yet.
     pub(crate) unsafe fn value(&self) -> &V {
-        // SAFETY: the caller's guarantee; only `release` writes the cell.
-        unsafe { &*self.value.get() }
+        // SAFETY: the caller's guarantee; only `release` drops it.
+        unsafe { (*self.value.get()).assume_init_ref() }
+    }
+
+    /// The table's state.
+    ///
+    /// # Safety
+    ///
+    /// The slot holds an entry that is not recycled while the borrow
+    /// lasts: a reference on it, its lock at zero, or its release.
+    pub(crate) unsafe fn shared(&self) -> &Shared<K, V> {
+        // SAFETY: set by `fill`, taken only by the recycling.
+        unsafe { (*self.shared.get()).as_deref() }.expect("the slot holds an entry")
+    }
+
+    /// The entry's id; the caller holds a reference on it, or reached it
+    /// on its key's chain under a pin (it may be `VACANT` then, if dying).
+    pub(crate) fn id(&self) -> u64 {
+        // Relaxed: stored before the revival that the caller's reference
+        // was taken after, and before the push on the chain.
+        self.id.load(Ordering::Relaxed)
     }
 
     /// Whether lookups by key may find it.
@@ -106,15 +158,90 @@ impl<K, V> Node<K, V> {
         // Acquire: pairs with the removal's Release.
         self.flags.load(Ordering::Acquire) & ON_KEY_CHAIN != 0
     }
+
+    /// After the grace period of a released entry: drops its key and
+    /// gives the slot back for a later entry (`old_id` was its id).
+    ///
+    /// # Safety
+    ///
+    /// The entry was released (its id stored [`VACANT`], off its chain)
+    /// and the grace period since is over; called once.
+    unsafe fn recycle(this: NonNull<Self>, old_id: u64) {
+        // SAFETY: the slots live while the entry's `Arc` does, taken here.
+        let node = unsafe { this.as_ref() };
+        // SAFETY: the caller's guarantee: no walker or reference is left,
+        // and lookups by id read only the id and the count.
+        let shared = unsafe {
+            (*node.key.get()).assume_init_drop();
+            (*node.shared.get()).take()
+        };
+        let shared = shared.expect("a released entry's table");
+        shared.slots.recycle(node.slot, old_id);
+        // The node is not touched after this: it may be reused at once, and
+        // this may be the last reference to the slots.
+        drop(shared);
+    }
 }
 
-// SAFETY: nodes are made only by `Shared::insert` (a `Box`) and counted
-// only by `CountedRef` (handles, and the peer's references handed out by
-// `into_raw` and given back by `put_many`). `release` unlinks the node
-// from both chains under their locks and from the LRU, drops the value
-// (no reference is left, and walkers never read it), and defers the free
-// of the node past every epoch pin taken while it was reachable; `last_put`
-// only reads.
+impl<K: Send + Sync, V: Send + Sync> Node<K, V> {
+    /// Fills a vacant slot with an entry, with one reference (the
+    /// caller's), and returns that reference. The entry is on no chain yet.
+    ///
+    /// # Safety
+    ///
+    /// The slot is vacant, taken from the slots by this caller: no walker
+    /// can reach it, and lookups by id read only its id and count.
+    pub(crate) unsafe fn fill(
+        this: NonNull<Self>,
+        shared: Arc<Shared<K, V>>,
+        hash: u64,
+        id: u64,
+        key: K,
+        value: V,
+    ) -> CountedRef<Self> {
+        // SAFETY: the slots' memory lives while `shared` does.
+        let node = unsafe { this.as_ref() };
+        // SAFETY: the caller's guarantee: nobody else reads these fields
+        // now.
+        unsafe {
+            (*node.key.get()).write(key);
+            (*node.value.get()).write(value);
+            *node.shared.get() = Some(shared);
+        }
+        // Relaxed, all: the revival's Release unlock publishes them, and
+        // the push on the key chain (Release) after it.
+        node.hash.store(hash, Ordering::Relaxed);
+        node.flags.store(ON_KEY_CHAIN, Ordering::Relaxed);
+        node.id.store(id, Ordering::Relaxed);
+        let mut locked = node.counts.lockref.lock();
+        // SAFETY: the slot's last entry was released and its grace period
+        // is over (it was recycled): nothing relies on its death, and every
+        // lookup by id that takes a reference compares the id after.
+        unsafe { locked.revive(1) }.expect("a vacant slot is dead");
+        drop(locked);
+        // SAFETY: the revived count of one is this reference; the pointer
+        // is the slots', with the chunk's provenance.
+        unsafe { CountedRef::from_raw(this) }
+    }
+}
+
+/// A released node, for the deferred recycling.
+struct Released<K, V>(NonNull<Node<K, V>>);
+
+// SAFETY: a node is `Send` and `Sync` (above); the recycling runs once,
+// on whichever thread collects the garbage.
+unsafe impl<K: Send + Sync, V: Send + Sync> Send for Released<K, V> {}
+
+// SAFETY: nodes are made only in the slots, filled by `fill` and counted
+// only by `CountedRef` (handles, and the peer's references, which hold one
+// of the entry's between them). Each entry of a slot is an object of its
+// own: its count starts at the revival (one reference, `fill`'s) and ends
+// dead. `release` unlinks the entry from its key's chain under the bucket
+// lock and from the LRU, stores its id `VACANT`, drops the value (no
+// reference is left, and walkers never read it), and defers the slot's
+// recycling (the key's drop, the slot's reuse) past every epoch pin taken
+// while the entry was reachable; the memory is never freed while the table's
+// state lives, which every entry keeps alive. `last_put` only reads.
 unsafe impl<K: Send + Sync, V: Send + Sync> RefCounted for Node<K, V> {
     type Data = ();
     type Word = CasWord;
@@ -128,11 +255,14 @@ unsafe impl<K: Send + Sync, V: Send + Sync> RefCounted for Node<K, V> {
     /// its key's chain, the bound keeps any, and the user's `keep` says
     /// so; killed otherwise.
     fn last_put(&self, _: &mut LockRefGuard<'_, ()>) -> Fate {
-        let shared = &*self.shared;
         // SAFETY: the lock is held at count zero and the entry is not dead:
-        // the value is still there, and no handle can write it.
-        let keep = || (shared.keep)(&self.key, unsafe { self.value() });
-        if shared.is_open() && self.on_key_chain() && shared.max_unused > 0 && keep() {
+        // it holds its slot, its key and its value.
+        let (shared, key, value) = unsafe { (self.shared(), self.key(), self.value()) };
+        if shared.is_open()
+            && self.on_key_chain()
+            && shared.max_unused > 0
+            && (shared.keep)(key, value)
+        {
             shared.lru.retain(self);
             Fate::Keep
         } else {
@@ -141,19 +271,31 @@ unsafe impl<K: Send + Sync, V: Send + Sync> RefCounted for Node<K, V> {
     }
 
     unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
-        // SAFETY: dead and unreferenced, still allocated.
+        // SAFETY: dead and unreferenced, in the slots, which its table's
+        // state keeps.
         let node = unsafe { this.as_ref() };
-        let shared = &*node.shared;
+        // SAFETY: released here, recycled only after.
+        let shared = unsafe { node.shared() };
         let guard = epoch::pin();
         shared.unlink(node, &guard);
+        // Release: before the deferral below, so a pinned lookup that still
+        // reads the id holds the slot's recycling back (the deferral's
+        // fence, as for a chain's unlink).
+        let old_id = node.id.swap(VACANT, Ordering::Release);
         shared.lru.remove(node);
         // SAFETY: dead with no reference: nobody reads the value any more
         // (walkers never do), and it is dropped once, here.
-        unsafe { ManuallyDrop::drop(&mut *node.value.get()) };
-        // SAFETY: unreachable from both chains now; walkers that reached
-        // it are pinned, so the destruction (the key, the links, the
-        // table's `Arc`) waits for them. It came from `Box::into_raw`.
-        unsafe { guard.defer_destroy(EpochShared::from(this.as_ptr().cast_const())) };
+        unsafe { (*node.value.get()).assume_init_drop() };
+        let released = Released(this);
+        // SAFETY: the entry is unreachable from its chain, and its id is
+        // VACANT; walkers and pinned lookups that reached it are pinned, so
+        // the recycling waits for them. Once, here.
+        unsafe {
+            guard.defer_unchecked(move || {
+                let released = released;
+                Node::recycle(released.0, old_id);
+            });
+        }
         None
     }
 }

@@ -1,6 +1,7 @@
-//! [`Shared`]: what a table's entries point into (the two bucket arrays,
-//! the LRU, the counters and the user's `keep`), kept alive by the table
-//! and by every entry, so that no handle outlives it.
+//! [`Shared`]: what a table's entries point into (the slots that hold
+//! them, the key buckets, the LRU, the counters and the user's `keep`),
+//! kept alive by the table and by every entry, so that no handle outlives
+//! it.
 
 use core::hash::{BuildHasher, Hash};
 use core::ptr::NonNull;
@@ -9,10 +10,11 @@ use std::collections::hash_map::RandomState;
 use crossbeam_epoch::Guard;
 use lockref::CountedRef;
 
-use crate::chain::{Bucket, Link};
+use crate::chain::Bucket;
 use crate::lru::Lru;
 use crate::node::{Node, ON_KEY_CHAIN};
-use crate::sync::{lock, Arc, AtomicBool, AtomicU64, AtomicUsize, MutexGuard, Ordering};
+use crate::slots::Slots;
+use crate::sync::{lock, Arc, AtomicBool, AtomicUsize, MutexGuard, Ordering};
 
 /// The user's decision at zero: keep the entry (unused, findable) or kill
 /// it.
@@ -20,9 +22,9 @@ pub(crate) type Keep<K, V> = Box<dyn Fn(&K, &V) -> bool + Send + Sync>;
 
 pub(crate) struct Shared<K, V> {
     key_buckets: Box<[Bucket<K, V>]>,
-    id_buckets: Box<[Bucket<K, V>]>,
+    /// Where the entries live; their ids name their slots.
+    pub(crate) slots: Slots<K, V>,
     hasher: RandomState,
-    next_id: AtomicU64,
     /// Entries inserted and not yet released.
     len: AtomicUsize,
     /// Cleared when the table is dropped: no entry is kept at zero after.
@@ -41,9 +43,8 @@ impl<K, V> Shared<K, V> {
         let buckets = buckets.clamp(1, 1 << 24).next_power_of_two();
         Shared {
             key_buckets: (0..buckets).map(|_| Bucket::new()).collect(),
-            id_buckets: (0..buckets).map(|_| Bucket::new()).collect(),
+            slots: Slots::new(first_id),
             hasher: RandomState::new(),
-            next_id: AtomicU64::new(first_id),
             len: AtomicUsize::new(0),
             open: AtomicBool::new(true),
             max_unused,
@@ -81,11 +82,6 @@ impl<K, V> Shared<K, V> {
         &self.key_buckets[(hash as usize) & (self.key_buckets.len() - 1)]
     }
 
-    fn id_bucket(&self, id: u64) -> &Bucket<K, V> {
-        // Ids are sequential: their low bits spread over the buckets.
-        &self.id_buckets[(id as usize) & (self.id_buckets.len() - 1)]
-    }
-
     /// Takes a bucket's (or the LRU's) writer lock, counted for the tests.
     fn lock<'a>(&self, bucket: &'a Bucket<K, V>) -> MutexGuard<'a, ()> {
         #[cfg(feature = "testing")]
@@ -106,28 +102,32 @@ impl<K, V> Shared<K, V> {
     }
 
     /// The entry of `key`, on its chain, found without taking anything
-    /// (maybe dying: the caller takes a reference with `try_get`).
+    /// (maybe dying: the caller takes a reference with `try_get`). It
+    /// holds its slot while `guard` is held.
     pub(crate) fn find_key(&self, hash: u64, key: &K, guard: &Guard) -> Option<NonNull<Node<K, V>>>
     where
         K: Eq,
     {
-        self.key_bucket(hash).find(Link::Key, guard, |n| {
-            n.hash == hash && n.on_key_chain() && n.key == *key
+        self.key_bucket(hash).find(guard, |n| {
+            // Relaxed: written before the node was pushed on the chain,
+            // which the walk's Acquire loads see.
+            n.hash.load(Ordering::Relaxed) == hash
+                && n.on_key_chain()
+                // SAFETY: reached on its chain under `guard`.
+                && unsafe { n.key() } == key
         })
     }
 
     /// The entry with `id`, found without taking anything (maybe dying).
-    pub(crate) fn find_id(&self, id: u64, guard: &Guard) -> Option<NonNull<Node<K, V>>> {
-        self.id_bucket(id).find(Link::Id, guard, |n| n.id == id)
-    }
-
-    /// Every entry on the id chains now (every entry not yet released).
-    pub(crate) fn all(&self, guard: &Guard) -> Vec<NonNull<Node<K, V>>> {
-        let mut out = Vec::new();
-        for b in self.id_buckets.iter() {
-            b.collect(Link::Id, guard, &mut out);
-        }
-        out
+    /// Under `guard`, its slot holds it until the guard goes: its release
+    /// stores the id `VACANT` before it defers the recycling.
+    pub(crate) fn find_id(&self, id: u64, _guard: &Guard) -> Option<NonNull<Node<K, V>>> {
+        let found = self.slots.locate(id)?;
+        // SAFETY: the slots' memory lives while `self` does.
+        let node = unsafe { found.as_ref() };
+        // Acquire: a pinned reader that sees the id before the release's
+        // store holds the recycling back (see `Node::id`).
+        (node.id.load(Ordering::Acquire) == id).then_some(found)
     }
 
     /// The live entry of `key`, referenced, or a new one made by `make`
@@ -148,48 +148,39 @@ impl<K, V> Shared<K, V> {
         let _locked = this.lock(bucket);
         let guard = crossbeam_epoch::pin();
         if let Some(found) = this.find_key(hash, &key, &guard) {
-            // SAFETY: found on the chain while pinned: not freed before the
-            // pin ends; the chain's pointer has the allocation's provenance.
+            // SAFETY: found on the chain while pinned: its slot holds it
+            // until the pin ends; the chain's pointer has the slots'
+            // provenance.
             if let Some(r) = unsafe { CountedRef::try_get(found) } {
                 return r;
             }
         }
-        // Relaxed: a unique number is all that is needed.
-        let id = this.next_id.fetch_add(1, Ordering::Relaxed);
-        let node = Box::new(Node::new(this.clone(), hash, id, key, make(id)));
-        let ptr = NonNull::from(Box::leak(node));
-        {
-            let ids = this.id_bucket(id);
-            let _locked = this.lock(ids);
-            ids.push(Link::Id, ptr, &guard);
-        }
-        bucket.push(Link::Key, ptr, &guard);
+        let vacancy = this.slots.take();
+        let value = make(vacancy.id);
+        // SAFETY: a vacant slot just taken from the slots.
+        let entry = unsafe { Node::fill(vacancy.node, this.clone(), hash, vacancy.id, key, value) };
+        bucket.push(vacancy.node, &guard);
         this.len.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: a new node whose count of one is this reference.
-        unsafe { CountedRef::from_raw(ptr) }
+        entry
     }
 
     /// Takes `node` off its key's chain, so that lookups by key no longer
     /// find it (it stays reachable by id while referenced, and is killed
     /// at zero). Returns whether it was on it.
     pub(crate) fn unhash(&self, node: &Node<K, V>, guard: &Guard) -> bool {
-        let bucket = self.key_bucket(node.hash);
+        let bucket = self.key_bucket(node.hash.load(Ordering::Relaxed));
         let _locked = self.lock(bucket);
         // AcqRel: one remover; Release so that walkers that see it clear
         // pass the node over.
         if node.flags.fetch_and(!ON_KEY_CHAIN, Ordering::AcqRel) & ON_KEY_CHAIN == 0 {
             return false;
         }
-        bucket.unlink(Link::Key, node, guard)
+        bucket.unlink(node, guard)
     }
 
-    /// A released node leaves both chains (under their locks, key then id,
-    /// as `find_or_insert` takes them) and the count.
+    /// A released node leaves its key's chain and the count.
     pub(crate) fn unlink(&self, node: &Node<K, V>, guard: &Guard) {
         self.unhash(node, guard);
-        let ids = self.id_bucket(node.id);
-        let _locked = self.lock(ids);
-        ids.unlink(Link::Id, node, guard);
         self.len.fetch_sub(1, Ordering::Relaxed);
     }
 

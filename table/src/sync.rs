@@ -3,12 +3,12 @@
 
 #[cfg(loom)]
 pub(crate) use loom::{
-    sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     sync::{Arc, Mutex, MutexGuard},
 };
 #[cfg(not(loom))]
 pub(crate) use std::{
-    sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     sync::{Arc, Mutex, MutexGuard},
 };
 

@@ -8,7 +8,7 @@ use lockref::CountedRef;
 use crate::error::TableError;
 use crate::handle::Handle;
 use crate::shared::{Keep, Shared};
-use crate::sync::Arc;
+use crate::sync::{Arc, Ordering};
 
 /// How a [`Table`] is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,7 +162,7 @@ where
                     // the pin ends.
                     let node = unsafe { found.as_ref() };
                     if node.counts.peer.add_another() {
-                        return node.id;
+                        return node.id();
                     }
                     // SAFETY: as above; the chain's pointer has the
                     // allocation's provenance.
@@ -196,20 +196,34 @@ where
     }
 
     /// The live entry with `id`, referenced (a request naming a node id).
-    /// Takes no lock.
+    /// Takes no lock and no epoch pin: the id names a slot of type-stable
+    /// memory, whose id is compared before and after the reference is
+    /// taken (a stale id's slot may hold a later entry by then: that
+    /// reference is put back).
     ///
     /// # Errors
     ///
     /// [`TableError::UnknownId`] if no live entry has it.
     pub fn get(&self, id: u64) -> Result<Handle<K, V>, TableError> {
-        let guard = crossbeam_epoch::pin();
-        let found = self
-            .shared
-            .find_id(id, &guard)
-            .ok_or(TableError::UnknownId(id))?;
-        // SAFETY: as in `find`.
-        let counted = unsafe { CountedRef::try_get(found) }.ok_or(TableError::UnknownId(id))?;
-        Ok(Handle { counted })
+        let unknown = TableError::UnknownId(id);
+        let slot = self.shared.slots.locate(id).ok_or(unknown)?;
+        // SAFETY: the slots' memory lives while the table does.
+        let node = unsafe { slot.as_ref() };
+        // Relaxed: a filter, so that a stale or bogus id writes nothing;
+        // the check that counts is the one after the reference.
+        if node.id.load(Ordering::Relaxed) != id {
+            return Err(unknown);
+        }
+        // SAFETY: type-stable memory, valid while the table is; the slots'
+        // pointer has their provenance.
+        let counted = unsafe { CountedRef::try_get(slot) }.ok_or(unknown)?;
+        let handle = Handle { counted };
+        // The reference is on whatever entry holds the slot now: the one
+        // whose revival it was taken after, which stored its id first.
+        if handle.id() != id {
+            return Err(unknown);
+        }
+        Ok(handle)
     }
 
     /// Gives back `n` of the references the peer was handed for `id` (a
@@ -296,12 +310,12 @@ where
     /// A handle to every live entry now (a snapshot; unused ones are
     /// revived by it, and kept again when the handles go).
     pub fn handles(&self) -> Vec<Handle<K, V>> {
-        let guard = crossbeam_epoch::pin();
         self.shared
-            .all(&guard)
-            .into_iter()
-            // SAFETY: found on a chain while pinned, as in `find`.
-            .filter_map(|ptr| unsafe { CountedRef::try_get(ptr) })
+            .slots
+            .used()
+            // SAFETY: type-stable memory, as in `get`; a reference taken is
+            // on a live entry (whichever holds the slot now).
+            .filter_map(|slot| unsafe { CountedRef::try_get(slot) })
             .map(|counted| Handle { counted })
             .collect()
     }
@@ -324,18 +338,21 @@ impl<K: Send + Sync, V: Send + Sync> Drop for Table<K, V> {
     fn drop(&mut self) {
         let shared = &*self.shared;
         shared.close();
-        let guard = crossbeam_epoch::pin();
-        for ptr in shared.all(&guard) {
-            // SAFETY: found while pinned: valid until the pin ends.
-            let node = unsafe { ptr.as_ref() };
+        // No insert can run now (`&mut self`), so no slot takes a new
+        // entry; entries may still die, on the threads of their handles.
+        for slot in shared.slots.used() {
+            // SAFETY: type-stable memory, valid while `shared` is.
+            let node = unsafe { slot.as_ref() };
             if node.counts.peer.end() {
-                // SAFETY: the peer's lockref reference, now ours.
-                let _ = unsafe { CountedRef::put_many(ptr, 1) };
+                // SAFETY: the peer's lockref reference, now ours (a vacant
+                // slot's count of the peer's is zero).
+                let _ = unsafe { CountedRef::put_many(slot, 1) };
             }
             // A handle's last put either came before (kept it: killed here)
             // or comes after this kill's lock, and sees the table closed.
-            // SAFETY: valid under the pin, the chain's provenance.
-            unsafe { CountedRef::kill_unused(ptr) };
+            // A vacant or dying slot is dead: nothing happens.
+            // SAFETY: valid memory, the slots' provenance.
+            unsafe { CountedRef::kill_unused(slot) };
         }
     }
 }

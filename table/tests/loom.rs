@@ -210,3 +210,73 @@ fn into_id_races_the_tables_drop() {
         assert_eq!(drops.load(SeqCst), 1, "dropped once, not leaked");
     });
 }
+
+/// Runs the garbage this thread deferred, if no other thread is pinned:
+/// a released entry's slot is recycled (two epochs on).
+fn collect() {
+    for _ in 0..2 {
+        crossbeam_epoch::pin().flush();
+    }
+}
+
+/// A lookup by id, without a pin, races the entry's death, the
+/// recycling of its slot and the reuse of the slot by a new entry: the
+/// lookup gets the entry it named or nothing, never the new one (a
+/// reference it takes on the new entry is put back); every count stays
+/// balanced.
+#[test]
+fn a_lookup_by_id_races_the_reuse_of_its_slot() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        let old = t.hand_out(1, |_| value(&drops, false));
+        let lookup = {
+            let t = t.clone();
+            thread::spawn(move || t.get(old).map(|h| h.id()))
+        };
+        let reuse = {
+            let (t, drops) = (t.clone(), drops.clone());
+            thread::spawn(move || {
+                t.forget(old, 1).unwrap();
+                collect();
+                t.find_or_insert_with(2, |_| value(&drops, false)).id()
+            })
+        };
+        let found = lookup.join().unwrap();
+        assert!(found == Ok(old) || found == Err(TableError::UnknownId(old)));
+        let new = reuse.join().unwrap();
+        assert_ne!(new, old);
+        assert_eq!((t.len(), drops.load(SeqCst)), (0, 2));
+    });
+}
+
+/// A forget of more than the peer holds races the peer's last forget, the
+/// entry's death, the recycling of its slot and a hand out of a new entry
+/// there: the refused forget never counts against the new entry (its pin
+/// holds the slot's recycling back while it compares the id and forgets).
+#[test]
+fn a_stale_forget_races_the_reuse_of_its_slot() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        let old = t.hand_out(1, |_| value(&drops, false));
+        let stale = {
+            let t = t.clone();
+            thread::spawn(move || t.forget(old, 1))
+        };
+        let reuse = {
+            let (t, drops) = (t.clone(), drops.clone());
+            thread::spawn(move || {
+                let last = t.forget(old, 1);
+                collect();
+                (last, t.hand_out(2, |_| value(&drops, false)))
+            })
+        };
+        let stale = stale.join().unwrap();
+        let (last, new) = reuse.join().unwrap();
+        assert!(stale.is_ok() != last.is_ok(), "one of the two forgets counts");
+        assert_eq!(t.peer_refs(new), Some(1), "the new entry's one reference");
+        t.forget(new, 1).unwrap();
+        assert_eq!((t.len(), drops.load(SeqCst)), (0, 2));
+    });
+}
