@@ -13,8 +13,8 @@ use crate::sync::{Arc, Ordering};
 /// How a [`Table`] is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Buckets of each of the two indexes (by key, by id): rounded up to a
-    /// power of two, at most 2^24. The table is never resized (as the
+    /// Buckets of the index by key (ids need none: an id names its
+    /// slot): rounded up to a power of two, at most 2^24. The table is never resized (as the
     /// kernel's dentry and inode hashes are sized once): size it for the
     /// entries you expect. Default 1024.
     pub buckets: usize,
@@ -22,8 +22,12 @@ pub struct Config {
     /// LRU: an insert first reclaims the oldest until the new entry, once
     /// unused too, still fits. `0` keeps none. Default 4096.
     pub max_unused: usize,
-    /// The first id handed out; later ones follow it. Default 1 (the FUSE
-    /// root's node id, for a table whose first entry is the root).
+    /// The first id handed out, at most 2^62. An id is `first_id +
+    /// (generation << 32 | slot)`: the first entries get `first_id`,
+    /// `first_id + 1`, ... (their slots' first generation), and an entry
+    /// that reuses a slot gets its next generation, so no id is handed out
+    /// twice. Default 1 (the FUSE root's node id, for a table whose first
+    /// entry is the root).
     pub first_id: u64,
 }
 
@@ -42,10 +46,13 @@ impl Default for Config {
 /// found by name.
 ///
 /// - **Lookups take no lock** and write nothing shared but the found
-///   entry's count ([`find`](Self::find), [`get`](Self::get)): they walk a
-///   bucket's chain under an epoch pin (the kernel's RCU walk), and take
-///   their reference with `lockref_get_not_dead`, which revives an entry
-///   kept at zero and never returns a dying one.
+///   entry's count ([`find`](Self::find), [`get`](Self::get)): by key
+///   they walk a bucket's chain under an epoch pin (the kernel's RCU
+///   walk); by id they take no pin at all, since an id names a slot of
+///   type-stable memory (the kernel's `SLAB_TYPESAFE_BY_RCU`), whose id is
+///   compared again after the reference is taken. The reference is
+///   `lockref_get_not_dead`, which revives an entry kept at zero and never
+///   returns a dying one.
 /// - **Inserts are atomic per key** ([`find_or_insert_with`](Self::find_or_insert_with)):
 ///   under the key's bucket lock, a live entry is returned, and an absent or
 ///   dying one is replaced.
@@ -57,12 +64,14 @@ impl Default for Config {
 /// - **Protocol ids** ([`hand_out`](Self::hand_out), [`Handle::into_id`],
 ///   [`get`](Self::get), [`forget`](Self::forget)): a reference handed to
 ///   a peer (a FUSE node id) is counted, and the peer cannot give back
-///   more than it was given, nor name an entry that is gone: ids are never
-///   reused. The peer's references hold one of the entry's between them,
+///   more than it was given, nor name an entry that is gone: a slot is
+///   reused only after its last entry's grace period, with a new
+///   generation in its id, so no id is handed out twice. The peer's references hold one of the entry's between them,
 ///   so handing out one more, and a forget that is not the last, are one
 ///   atomic on the peer's count and take no lock.
 /// - **Handles never outlive what they point into**: every entry keeps the
-///   table's shared state alive, so a handle may outlive the `Table`.
+///   table's shared state (and the slots) alive, so a handle may outlive
+///   the `Table`.
 ///   Dropping the table ends the peer's references and kills the unused
 ///   entries; entries still referenced die at their last put.
 ///
@@ -228,6 +237,9 @@ where
 
     /// Gives back `n` of the references the peer was handed for `id` (a
     /// FUSE `FORGET`). Takes no lock unless they are the last references.
+    /// It takes an epoch pin: the pin holds the recycling of the slot back
+    /// while the id is compared and the peer's count changed (a count
+    /// wider than the lockref's has no room for the slot's generation).
     ///
     /// # Errors
     ///

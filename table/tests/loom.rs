@@ -274,7 +274,10 @@ fn a_stale_forget_races_the_reuse_of_its_slot() {
         };
         let stale = stale.join().unwrap();
         let (last, new) = reuse.join().unwrap();
-        assert!(stale.is_ok() != last.is_ok(), "one of the two forgets counts");
+        assert!(
+            stale.is_ok() != last.is_ok(),
+            "one of the two forgets counts"
+        );
         assert_eq!(t.peer_refs(new), Some(1), "the new entry's one reference");
         t.forget(new, 1).unwrap();
         assert_eq!((t.len(), drops.load(SeqCst)), (0, 2));

@@ -86,12 +86,24 @@ fn bogus_ids_are_refused() {
     let drops = Arc::default();
     let t = table();
     let id = t.hand_out(1, |_| Value(Arc::clone(&drops)));
-    for bogus in [0, 9, 11, id + (1 << SLOT_BITS), 1 << 40, u64::MAX - 1, u64::MAX] {
+    for bogus in [
+        0,
+        9,
+        11,
+        id + (1 << SLOT_BITS),
+        1 << 40,
+        u64::MAX - 1,
+        u64::MAX,
+    ] {
         assert_eq!(t.get(bogus).err(), Some(TableError::UnknownId(bogus)));
         assert_eq!(t.forget(bogus, 1), Err(TableError::UnknownId(bogus)));
         assert_eq!(t.peer_refs(bogus), None);
     }
-    assert_eq!(t.peer_refs(id), Some(1), "nothing counted against the entry");
+    assert_eq!(
+        t.peer_refs(id),
+        Some(1),
+        "nothing counted against the entry"
+    );
 }
 
 #[test]
@@ -106,7 +118,11 @@ fn handles_outlive_the_table_across_reused_slots() {
     assert_eq!((held.key(), held.id(), held.peer_refs()), (&key, new, 0));
     let made = drops.load(Ordering::Relaxed);
     drop(held);
-    assert_eq!(drops.load(Ordering::Relaxed), made + 1, "dies with its last handle");
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        made + 1,
+        "dies with its last handle"
+    );
 }
 
 #[test]
@@ -148,7 +164,8 @@ fn lookups_by_stale_ids_race_the_reuse_of_slots() {
             s.spawn(move || {
                 for round in 0..rounds as usize {
                     let snapshot = made.lock().unwrap().clone();
-                    let Some(&(id, key)) = snapshot.get((round * 7 + looker) % snapshot.len().max(1))
+                    let Some(&(id, key)) =
+                        snapshot.get((round * 7 + looker) % snapshot.len().max(1))
                     else {
                         continue;
                     };
@@ -165,5 +182,8 @@ fn lookups_by_stale_ids_race_the_reuse_of_slots() {
     let reused = ids.iter().filter(|&&id| (id - 10) >> SLOT_BITS > 0).count();
     eprintln!("{reused} of {} entries took a reused slot", ids.len());
     assert!(reused > 0, "slots were reused: the race this test is about");
-    assert_eq!((t.len(), drops.load(Ordering::Relaxed)), (0, 2 * rounds as usize));
+    assert_eq!(
+        (t.len(), drops.load(Ordering::Relaxed)),
+        (0, 2 * rounds as usize)
+    );
 }
