@@ -3,7 +3,8 @@
 //! [`dashmap`]'s sharded maps (a hash map behind a reader-writer lock per
 //! shard), an `Arc` per inode and an atomic count of the kernel's lookups.
 //! It is here to measure the choice of the lockref table's design (chains
-//! walked under an epoch pin, one atomic on the entry) against a map that
+//! walked under an epoch pin, ids naming type-stable slots, one atomic on
+//! the entry) against a map that
 //! spreads its locks instead of removing them.
 //!
 //! Its protocol, each step under one shard lock: a lookup that finds the

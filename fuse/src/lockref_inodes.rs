@@ -1,11 +1,13 @@
 //! [`LockrefTable`]: the inode table on [`lockref_table::Table`], lockref's
-//! safe table of counted objects. A lookup that hits walks a bucket's
-//! chain under an epoch pin and takes its reference with one atomic on the
-//! inode (no lock, no other shared write); the kernel's lookups are the
+//! safe table of counted objects. A request naming a node id takes its
+//! reference with one atomic on the inode, with no lock and no epoch pin
+//! (the id names a type-stable slot); a `LOOKUP` that hits walks a
+//! bucket's chain under an epoch pin (no lock, no other shared write); the
+//! kernel's lookups are the
 //! table's peer references (`Table::hand_out`), given back by `FORGET`
 //! without a lock unless they are the last; an inode with no reference
 //! left dies (the table removes it and drops its host descriptor). No `unsafe`
-//! here: the table does the counting, the removal and the deferred free.
+//! here: the table does the counting, the removal and the deferred reuse.
 
 use std::ops::Deref;
 

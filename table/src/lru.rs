@@ -70,7 +70,7 @@ impl<K, V> Lru<K, V> {
         let this = ptr::from_ref(node).cast_mut();
         // SAFETY: under the list's lock; `node` is not listed, the newest
         // (if any) is, and both are live (a listed node is unlisted by its
-        // release before it is freed).
+        // release, before its slot is recycled).
         unsafe {
             *node.lru.links.get() = (list.newest, ptr::null_mut());
             match NonNull::new(list.newest) {
@@ -83,13 +83,13 @@ impl<K, V> Lru<K, V> {
     }
 
     /// Unlists the oldest node and returns it, or `None` if the list is
-    /// empty. The node is valid while the caller's epoch pin, taken before
-    /// this call, is held.
+    /// empty. The node holds its entry while the caller's epoch pin, taken
+    /// before this call, is held (its slot is recycled only after).
     pub(crate) fn pop_oldest(&self) -> Option<NonNull<Node<K, V>>> {
         let mut list = lock(&self.list);
         let oldest = NonNull::new(list.oldest)?;
-        // SAFETY: listed, so live: unlisted under this lock before release
-        // frees it.
+        // SAFETY: listed, so live: unlisted under this lock by its release,
+        // before its slot is recycled.
         unsafe { Self::unlink(&mut list, oldest.as_ref()) };
         self.len.fetch_sub(1, Ordering::Relaxed);
         Some(oldest)

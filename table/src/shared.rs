@@ -202,7 +202,7 @@ impl<K, V> Shared<K, V> {
                 break;
             };
             // SAFETY: valid under the pin (see above), with the
-            // allocation's provenance (the list holds the chain's pointer).
+            // slots' provenance (the list holds the chain's pointer).
             if unsafe { CountedRef::kill_unused(oldest) } {
                 killed += 1;
             }

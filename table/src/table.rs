@@ -59,8 +59,8 @@ impl Default for Config {
 /// - **The decision at zero is the user's**, in safe code: the `keep`
 ///   given to [`with_keep`](Self::with_keep) says whether an entry whose
 ///   last reference went stays (unused, findable, on a bounded LRU) or
-///   dies. The table does the kill, the removal under the bucket locks and
-///   the deferred free.
+///   dies. The table does the kill, the removal under the bucket lock and
+///   the deferred reuse of the entry's memory.
 /// - **Protocol ids** ([`hand_out`](Self::hand_out), [`Handle::into_id`],
 ///   [`get`](Self::get), [`forget`](Self::forget)): a reference handed to
 ///   a peer (a FUSE node id) is counted, and the peer cannot give back
@@ -74,6 +74,10 @@ impl Default for Config {
 ///   the `Table`.
 ///   Dropping the table ends the peer's references and kills the unused
 ///   entries; entries still referenced die at their last put.
+///
+/// Memory: the slots of the most entries live at once stay allocated
+/// (reused, never freed) until the table's state goes, with the last
+/// handle; keys and values are dropped as their entries die.
 ///
 /// The `keep` function and the `make` function of an insert run with the
 /// table's locks held (the entry's lock, the key's bucket lock): they must
@@ -167,14 +171,14 @@ where
             let guard = crossbeam_epoch::pin();
             match self.shared.find_key(hash, &key, &guard) {
                 Some(found) => {
-                    // SAFETY: found on its chain while pinned: valid until
-                    // the pin ends.
+                    // SAFETY: found on its chain while pinned: its slot
+                    // holds it until the pin ends.
                     let node = unsafe { found.as_ref() };
                     if node.counts.peer.add_another() {
                         return node.id();
                     }
                     // SAFETY: as above; the chain's pointer has the
-                    // allocation's provenance.
+                    // slots' provenance.
                     unsafe { CountedRef::try_get(found) }.map(|counted| Handle { counted })
                 }
                 None => None,
@@ -189,8 +193,8 @@ where
     fn find_hashed(&self, hash: u64, key: &K) -> Option<Handle<K, V>> {
         let guard = crossbeam_epoch::pin();
         let found = self.shared.find_key(hash, key, &guard)?;
-        // SAFETY: found on its chain while pinned: not freed before the pin
-        // ends; the chain's pointer has the allocation's provenance.
+        // SAFETY: found on its chain while pinned: its slot holds it until
+        // the pin ends; the chain's pointer has the slots' provenance.
         let counted = unsafe { CountedRef::try_get(found) }?;
         Some(Handle { counted })
     }
@@ -252,7 +256,8 @@ where
             .shared
             .find_id(id, &guard)
             .ok_or(TableError::UnknownId(id))?;
-        // SAFETY: found while pinned: valid until the pin ends.
+        // SAFETY: the slots' memory lives while the table does; the slot
+        // holds entry `id` until the pin ends (`Shared::find_id`).
         let node = unsafe { found.as_ref() };
         let last = node.counts.peer.forget(n).map_err(|held| {
             if held == 0 && node.counts.lockref.is_dead() {
@@ -278,7 +283,7 @@ where
     pub fn peer_refs(&self, id: u64) -> Option<u64> {
         let guard = crossbeam_epoch::pin();
         let found = self.shared.find_id(id, &guard)?;
-        // SAFETY: found while pinned.
+        // SAFETY: as in `forget`.
         let node = unsafe { found.as_ref() };
         (!node.counts.lockref.is_dead()).then(|| node.counts.peer.held())
     }
@@ -345,8 +350,8 @@ where
 impl<K: Send + Sync, V: Send + Sync> Drop for Table<K, V> {
     /// Ends the peer's references (a FUSE unmount need not send every
     /// `FORGET`) and kills every unused entry; entries with handles out
-    /// die at their last put, which finds the table closed. Memory is
-    /// freed after the epoch grace period.
+    /// die at their last put, which finds the table closed. The slots are
+    /// freed with the table's state, after the last entry's grace period.
     fn drop(&mut self) {
         let shared = &*self.shared;
         shared.close();
