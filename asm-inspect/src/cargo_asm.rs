@@ -62,6 +62,7 @@ pub(crate) fn build(
     root: &Path,
     target: &str,
     flags: &[&str],
+    features: &[&str],
     name: &str,
 ) -> Result<String, BuildError> {
     if target_installed(target) == Some(false) {
@@ -86,8 +87,9 @@ pub(crate) fn build(
             "--lib",
             "--target",
             target,
-            "--",
         ])
+        .args(features.iter().flat_map(|f| ["--features", f]))
+        .arg("--")
         .args(["--emit", "asm", "-C", "codegen-units=1"])
         .args(flags)
         .status()

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::flow::{is_call, is_exit, region, shortest_between, shortest_exit_path, target};
+use crate::flow::{
+    is_call, is_exit, region, shortest_between, shortest_exit_path, successors, target,
+};
 use crate::listing::{Body, Insn};
 use crate::Order;
 
@@ -95,6 +97,94 @@ pub(crate) fn check_x86(body: &Body) -> Result<String, String> {
 const AARCH64_ATOMICS: &[&str] = &[
     "ldxr", "ldaxr", "stxr", "stlxr", "ldadd", "swp", "ldset", "ldclr",
 ];
+
+/// The most instructions of a table lookup's success path on x86_64
+/// (entry to `ret`: the slot located, its id compared, one
+/// compare-and-swap, the id compared again, the result written; 66 today,
+/// 14 of them the saves and restores of the registers that the put back
+/// off the success path needs).
+pub(crate) const X86_LOOKUP_BUDGET: usize = 72;
+
+/// What a path may reach before its first locked instruction: every
+/// instruction from `from` without passing a call or a locked one.
+fn before_locked(body: &Body, from: usize) -> BTreeSet<usize> {
+    let mut seen = BTreeSet::new();
+    let mut queue = std::collections::VecDeque::from([from]);
+    while let Some(at) = queue.pop_front() {
+        if at >= body.insns.len() || !seen.insert(at) || is_locked(&body.insns[at]) {
+            continue;
+        }
+        queue.extend(successors(body, at));
+    }
+    seen
+}
+
+/// Whether an instruction is the epoch collector's (a pin's thread-local
+/// handle, or a call into it).
+fn is_epoch(i: &Insn) -> bool {
+    i.text.contains("crossbeam_epoch")
+}
+
+/// A lookup of the safe table by id (`probe_table_get`): no epoch pin
+/// (nothing of `crossbeam_epoch` before the compare-and-swap or on the
+/// success path after it), only `lock cmpxchg` on the call-free part, and
+/// a success path from entry through one compare-and-swap to a `ret` with
+/// no other locked instruction. (The put back of a reference taken on a
+/// slot's later entry, with the release that may follow it and its pin,
+/// is off the success path.)
+pub(crate) fn check_x86_lookup(body: &Body) -> Result<String, String> {
+    let before = before_locked(body, 0);
+    if let Some(&pin) = before.iter().find(|&&n| is_epoch(&body.insns[n])) {
+        return Err(format!(
+            "the epoch collector before the compare-and-swap: `{}`",
+            body.insns[pin].text
+        ));
+    }
+    let fast = region(body, 0);
+    let mut best: Option<usize> = None;
+    for &at in &fast {
+        let i = &body.insns[at];
+        if !is_locked(i) {
+            continue;
+        }
+        if !i.mnemonic.starts_with("lock cmpxchg") {
+            return Err(format!(
+                "locked instruction other than cmpxchg: `{}`",
+                i.text
+            ));
+        }
+        let Some(branch) = body.insns.get(at + 1).filter(|b| b.mnemonic == "je") else {
+            continue;
+        };
+        let Some(&success) = target(branch).and_then(|l| body.labels.get(l)) else {
+            continue;
+        };
+        let (Some(to), Some(from)) = (
+            shortest_between(body, 0, at),
+            shortest_exit_path(body, success),
+        ) else {
+            continue;
+        };
+        if from.iter().any(|&n| is_locked(&body.insns[n])) {
+            return Err("a second locked instruction on the success path".into());
+        }
+        if from.iter().any(|&n| is_epoch(&body.insns[n])) {
+            return Err("the epoch collector on the success path".into());
+        }
+        let len = to + 2 + from.len();
+        best = Some(best.map_or(len, |b| b.min(len)));
+    }
+    let len = best.ok_or("no call-free success path through a lock cmpxchg")?;
+    if len > X86_LOOKUP_BUDGET {
+        return Err(format!(
+            "success path has {len} instructions, budget {X86_LOOKUP_BUDGET}"
+        ));
+    }
+    Ok(format!(
+        "no epoch pin, one `lock cmpxchg` on a call-free success path of {len} instructions \
+         (budget {X86_LOOKUP_BUDGET})"
+    ))
+}
 
 pub(crate) fn check_lse(body: &Body, order: Order) -> Result<String, String> {
     let fast = region(body, 0);

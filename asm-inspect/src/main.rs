@@ -27,6 +27,11 @@
 //!   `_rel`).
 //! - thumbv7em (no 64-bit compare-and-swap): the lock-only build is
 //!   reported: it has no `ldrexd`/`strexd` and calls the locked path.
+//! - x86_64, the safe table's lookup by id (`lockref_table::Table::get`,
+//!   built with the probes' `table` feature): no `crossbeam_epoch` code
+//!   or call (no epoch pin), only `lock cmpxchg` on the call-free part,
+//!   and a success path through one of them to a `ret` with no other
+//!   locked instruction, within `checks::X86_LOOKUP_BUDGET`.
 
 mod cargo_asm;
 mod checks;
@@ -39,7 +44,7 @@ use std::process::ExitCode;
 use crate::cargo_asm::{build, host_target, BuildError};
 use crate::checks::{
     check_lock_only, check_lse, check_lse_add, check_outline, check_outline_add, check_x86,
-    check_x86_add,
+    check_x86_add, check_x86_lookup,
 };
 use crate::listing::{alias_of, function};
 
@@ -63,6 +68,31 @@ const ADD_PROBES: &[(&str, Order)] = &[
     ("probe_add_counted_clone", Order::Relaxed),
     ("probe_add_counted_drop", Order::Release),
 ];
+
+/// The build of the safe table's probe (std, the host only).
+const TABLE_BUILD: &str = "x86_64 (lockref-table, feature table)";
+
+/// The safe table's lookup by id: no epoch pin, one compare-and-swap.
+fn check_table(asm: &str, quiet: bool, failures: &mut Vec<String>) {
+    let probe = "probe_table_get";
+    let Some(body) = function(asm, probe) else {
+        failures.push(format!("{TABLE_BUILD}: {probe} not found in the listing"));
+        return;
+    };
+    if !quiet {
+        println!("\n--- {probe} (Acquire)");
+        for i in &body.insns {
+            println!("    {}", i.text);
+        }
+    }
+    match check_x86_lookup(&body) {
+        Ok(summary) => println!("ok   {probe}: {summary}"),
+        Err(e) => {
+            println!("FAIL {probe}: {e}");
+            failures.push(format!("{TABLE_BUILD}: {probe}: {e}"));
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Order {
@@ -108,6 +138,7 @@ fn main() -> ExitCode {
     let mut failures = Vec::new();
     let builds: &[(&str, &str, &[&str])] = &[
         ("x86_64", host_target(), &[]),
+        (TABLE_BUILD, host_target(), &[]),
         (
             "aarch64 +lse",
             "aarch64-unknown-linux-gnu",
@@ -130,7 +161,8 @@ fn main() -> ExitCode {
     let mut missing = Vec::new();
     for &(name, target, flags) in builds {
         println!("\n======== {name} ({target})");
-        let asm = match build(&root, target, flags, name) {
+        let features: &[&str] = if name == TABLE_BUILD { &["table"] } else { &[] };
+        let asm = match build(&root, target, flags, features, name) {
             Ok(asm) => asm,
             Err(BuildError::TargetMissing(fix)) => {
                 println!("not installed: run `{fix}` (or pass --install)");
@@ -142,6 +174,10 @@ fn main() -> ExitCode {
                 continue;
             }
         };
+        if name == TABLE_BUILD {
+            check_table(&asm, quiet, &mut failures);
+            continue;
+        }
         let lock_only = name.starts_with("thumbv7em");
         let add_probes = if lock_only { &[][..] } else { ADD_PROBES };
         for (&(probe, order), add_word) in PROBES

@@ -55,6 +55,7 @@ pub(crate) struct Slots<K, V> {
 }
 
 /// The chunk of `slot` and its place there.
+#[inline]
 fn split(slot: u64) -> Option<(usize, usize)> {
     let c = (slot / FIRST_CHUNK + 1).ilog2() as usize;
     let start = FIRST_CHUNK * ((1 << c) - 1);
@@ -83,6 +84,7 @@ impl<K, V> Slots<K, V> {
 
     /// The node of `slot`, if its chunk is allocated. Valid while the
     /// slots live; it may hold any entry, or none.
+    #[inline]
     fn node(&self, slot: u64) -> Option<NonNull<Node<K, V>>> {
         let (c, at) = split(slot)?;
         // Acquire: pairs with the Release store of a new chunk, whose
@@ -94,6 +96,7 @@ impl<K, V> Slots<K, V> {
 
     /// The slot that `id` names, without any check of what it holds now
     /// (compare its id). `None` if no slot has that number.
+    #[inline]
     pub(crate) fn locate(&self, id: u64) -> Option<NonNull<Node<K, V>>> {
         let relative = id.checked_sub(self.first_id)?;
         self.node(relative & ((1 << SLOT_BITS) - 1))

@@ -163,3 +163,17 @@ pub fn probe_add_counted_clone(r: &CountedRef<ProbedAdd>) -> CountedRef<ProbedAd
 pub fn probe_add_counted_drop(r: CountedRef<ProbedAdd>) {
     drop(r);
 }
+
+/// `lockref_table::Table::get` (feature `table`): a lookup by id, with no
+/// lock and no epoch pin: the slot's id read, one compare-and-swap on the
+/// entry's count, the id read again. The handle is returned, not dropped
+/// (its drop is `probe_counted_drop`'s path).
+#[cfg(feature = "table")]
+#[no_mangle]
+#[inline(never)]
+pub fn probe_table_get(
+    table: &lockref_table::Table<u64, u64>,
+    id: u64,
+) -> Result<lockref_table::Handle<u64, u64>, lockref_table::TableError> {
+    table.get(id)
+}
