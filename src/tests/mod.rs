@@ -15,6 +15,7 @@ mod counted;
 mod lock;
 mod operations;
 mod release;
+mod revive;
 #[cfg(feature = "stats")]
 mod stats;
 mod stress;

@@ -1,0 +1,28 @@
+//! Reviving a dead word (`LockRefGuard::revive`), for type-stable memory.
+
+use crate::{CountError, LockRef, SATURATED};
+
+/// A revival (type-stable memory reused for a new object): refused on a
+/// live word and above `SATURATED`, with nothing changed; afterwards the
+/// word counts and dies as a new one does.
+#[test]
+fn revive_brings_back_only_a_dead_word() {
+    let r = LockRef::with_count((), 0).unwrap();
+    // SAFETY: nothing else points at `r`.
+    assert_eq!(unsafe { r.lock().revive(1) }, Err(CountError::NotDead));
+    assert_eq!(r.count(), Some(0));
+    r.lock().mark_dead();
+    // SAFETY: as above.
+    let too_many = unsafe { r.lock().revive(SATURATED + 1) };
+    assert_eq!(too_many, Err(CountError::OutOfRange));
+    assert!(r.is_dead() && !r.get_not_dead());
+    // SAFETY: as above.
+    unsafe { r.lock().revive(1) }.unwrap();
+    assert!(r.get_not_dead());
+    assert_eq!(r.count(), Some(2));
+    let mut g = r.lock();
+    assert_eq!((g.decrement(), g.decrement()), (Ok(1), Ok(0)));
+    assert!(g.kill_if_zero());
+    drop(g);
+    assert!(r.is_dead());
+}
