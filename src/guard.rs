@@ -83,7 +83,7 @@ impl<'a, T, W: RawLockRef> LockRefGuard<'a, T, W> {
         Self {
             lockref,
             ticket,
-            data: ManuallyDrop::new(lockref.data.get_mut()),
+            data: ManuallyDrop::new(lockref.data().get_mut()),
             _not_send: PhantomData,
         }
     }
@@ -100,7 +100,7 @@ impl<'a, T, W: RawLockRef> LockRefGuard<'a, T, W> {
     #[inline]
     pub fn count(&self) -> Option<u32> {
         // SAFETY: the guard holds the lock (type invariant).
-        unsafe { self.lockref.raw.count_locked() }
+        unsafe { self.lockref.raw().count_locked() }
     }
 
     /// Whether the object is dead (`__lockref_is_dead`). Reliable: death
@@ -134,7 +134,7 @@ impl<'a, T, W: RawLockRef> LockRefGuard<'a, T, W> {
     #[inline]
     pub fn increment(&mut self) -> Result<u32, CountError> {
         // SAFETY: the guard holds the lock (type invariant).
-        unsafe { self.lockref.raw.increment_locked() }
+        unsafe { self.lockref.raw().increment_locked() }
     }
 
     /// Drops a reference under the lock. At [`SATURATED`](crate::SATURATED)
@@ -178,7 +178,7 @@ impl<'a, T, W: RawLockRef> LockRefGuard<'a, T, W> {
     #[inline]
     pub fn decrement_by(&mut self, n: u32) -> Result<u32, CountError> {
         // SAFETY: the guard holds the lock (type invariant).
-        unsafe { self.lockref.raw.decrement_by_locked(n) }
+        unsafe { self.lockref.raw().decrement_by_locked(n) }
     }
 
     /// Marks the object dead if its count is zero at this instant, and
@@ -198,7 +198,7 @@ impl<'a, T, W: RawLockRef> LockRefGuard<'a, T, W> {
     #[inline]
     pub fn kill_if_zero(&mut self) -> bool {
         // SAFETY: the guard holds the lock (type invariant).
-        unsafe { self.lockref.raw.kill_if_zero_locked() }
+        unsafe { self.lockref.raw().kill_if_zero_locked() }
     }
 }
 
@@ -221,7 +221,7 @@ impl<T, W: RawLockRefExact> LockRefGuard<'_, T, W> {
     #[inline]
     pub fn set_count(&mut self, count: u32) -> Result<(), CountError> {
         // SAFETY: the guard holds the lock (type invariant).
-        unsafe { self.lockref.raw.set_count_locked(count) }
+        unsafe { self.lockref.raw().set_count_locked(count) }
     }
 
     /// Marks the object dead (`lockref_mark_dead`), whatever its count:
@@ -247,7 +247,7 @@ impl<T, W: RawLockRefExact> LockRefGuard<'_, T, W> {
     #[inline]
     pub fn mark_dead(&mut self) {
         // SAFETY: the guard holds the lock (type invariant).
-        unsafe { self.lockref.raw.mark_dead_locked() }
+        unsafe { self.lockref.raw().mark_dead_locked() }
     }
 
     /// Brings a dead object back with `count` references: its memory now
@@ -284,7 +284,7 @@ impl<T, W: RawLockRefExact> LockRefGuard<'_, T, W> {
     pub unsafe fn revive(&mut self, count: u32) -> Result<(), CountError> {
         // SAFETY: the guard holds the lock (type invariant); the caller
         // vouches for the rest.
-        unsafe { self.lockref.raw.revive_locked(count) }
+        unsafe { self.lockref.raw().revive_locked(count) }
     }
 }
 
@@ -321,7 +321,7 @@ impl<T, W: RawLockRef> Drop for LockRefGuard<'_, T, W> {
         // SAFETY: the guard holds the lock with `ticket` (type invariant)
         // and this drop is where it gives it up.
         // INVARIANT: the guard ends here.
-        unsafe { self.lockref.raw.unlock(self.ticket) };
+        unsafe { self.lockref.raw().unlock(self.ticket) };
     }
 }
 

@@ -5,24 +5,37 @@
 
 use core::ptr::NonNull;
 
-use crate::counted::{Fate, RefCounted};
 use crate::guard::{LockRefGuard, PutOrLock};
+use crate::ref_counted::{Fate, RefCounted};
 
 /// The held lock of a `T`'s lockref.
 type Guard<'a, T> = LockRefGuard<'a, <T as RefCounted>::Data, <T as RefCounted>::Word>;
 
 // The functions below never free: an object is freed only by
-// `release_chain`, called where no reference to it is a live argument (a
-// lock guard passed to a function borrows the object for the whole call,
-// and freeing under it is undefined behaviour).
+// `release_chain`. And none takes a `&T` argument across a releasing
+// operation (a put, an unlock, the end of a grace section): an argument's
+// bytes outside an `UnsafeCell` are protected until the call returns, and
+// another holder may free the object as soon as the reference (or the
+// lock) is given up. They take the pointer, and borrow the object only in
+// locals that end before the release. (A guard's `&LockRef` may cross its
+// unlock: every byte of a `LockRef` is inside a cell.)
 
 /// The last reference, with the lock held and nothing changed yet: drops it
 /// and decides. Returns whether the object was killed.
+///
+/// # Safety
+///
+/// `guard` holds the lock of the lockref embedded in the object at `ptr`.
 #[cold]
 #[inline(never)]
-pub(crate) fn last_put_locked<T: RefCounted>(this: &T, mut guard: Guard<'_, T>) -> bool {
+pub(crate) unsafe fn last_put_locked<T: RefCounted>(
+    ptr: NonNull<T>,
+    mut guard: Guard<'_, T>,
+) -> bool {
     match guard.decrement() {
-        Ok(0) => decide(this, &mut guard),
+        // SAFETY: the lock is held, so the object lives until the guard's
+        // drop, after `decide` returns.
+        Ok(0) => decide(unsafe { ptr.as_ref() }, &mut guard),
         Ok(_) => false,
         Err(e) => {
             // A handle always owns a reference: a broken RefCounted
@@ -59,12 +72,21 @@ pub(crate) unsafe fn zero_unlocked<T: RefCounted>(ptr: NonNull<T>, grace: T::Gra
 /// With a grace section: the lockless put gave up (lock held, or
 /// contended); puts again, taking the lock if it is the last reference.
 /// Returns whether the object was killed.
+///
+/// # Safety
+///
+/// The caller owns a reference to the live object at `ptr`, and gives it
+/// up.
 #[cold]
 #[inline(never)]
-pub(crate) fn put_locked<T: RefCounted>(this: &T, grace: T::Grace) -> bool {
-    let killed = match this.lockref().put_or_lock() {
+pub(crate) unsafe fn put_locked<T: RefCounted>(ptr: NonNull<T>, grace: T::Grace) -> bool {
+    // SAFETY: the caller's reference keeps the object alive until the put
+    // below gives it up; the borrow ends at the put.
+    let lockref = unsafe { ptr.as_ref() }.lockref();
+    let killed = match lockref.put_or_lock() {
         PutOrLock::Put => false,
-        PutOrLock::Locked(guard) => last_put_locked(this, guard),
+        // SAFETY: the guard is the lock of this object's lockref.
+        PutOrLock::Locked(guard) => unsafe { last_put_locked(ptr, guard) },
     };
     drop(grace);
     killed

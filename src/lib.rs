@@ -133,6 +133,7 @@ mod path_ref;
 pub mod policy;
 mod raw;
 mod raw_lockref;
+mod ref_counted;
 mod stats;
 mod sync;
 mod unopened;
@@ -140,13 +141,14 @@ mod unopened;
 mod white_box;
 
 pub use crate::count::SATURATED;
-pub use crate::counted::{CountedRef, Fate, RefCounted};
+pub use crate::counted::CountedRef;
 pub use crate::error::{CountError, PutError};
 pub use crate::guard::{LockRefGuard, PutOrLock};
 pub use crate::lockref::LockRef;
 pub use crate::path_ref::PathRef;
 pub use crate::raw::{CasWord, LOCKLESS};
 pub use crate::raw_lockref::{RawLockRef, RawLockRefExact};
+pub use crate::ref_counted::{Fate, RefCounted};
 #[cfg(feature = "stats")]
 pub use crate::stats::StatsSnapshot;
 pub use crate::unopened::{OpenCount, Openable, Opened, Unopened};

@@ -58,9 +58,30 @@ use crate::sync::UnsafeCell;
 /// }
 /// assert_eq!(inode.put_return(), Ok(1));
 /// ```
+///
+/// # Layout: every byte in a cell
+///
+/// The word and the data are kept inside one `UnsafeCell`, so that no byte
+/// of a `LockRef`, padding included, lies outside a cell. A `&LockRef`
+/// argument of a call that gives up a reference (`put_or_lock`,
+/// `put_return`, ...) stays live until the call returns, while another
+/// holder may already have seen zero and freed the object; Rust's aliasing
+/// rules (Stacked and Tree Borrows) forbid freeing bytes that such an
+/// argument covers outside an `UnsafeCell`, and allow it inside one (the
+/// rule that makes `Arc::drop` sound, rust-lang/rust#55005). With the data
+/// beside the word, any `T` whose size is not a multiple of the word's
+/// alignment would leave padding outside: a `LockRef<bool>` freed by the
+/// last holder while another returns from its put was undefined behaviour.
+/// The size and alignment are those of the two fields side by side.
 pub struct LockRef<T, W: RawLockRef = CasWord> {
-    pub(crate) raw: W,
-    pub(crate) data: UnsafeCell<T>,
+    cells: core::cell::UnsafeCell<Cells<T, W>>,
+}
+
+/// The word and the data, kept together inside [`LockRef`]'s one outer
+/// `UnsafeCell` (see "Layout" there).
+struct Cells<T, W> {
+    raw: W,
+    data: UnsafeCell<T>,
 }
 
 // SAFETY: `LockRef` gives access to `T` only through the lock (a guard) or
@@ -129,16 +150,29 @@ impl<T, W: RawLockRef> LockRef<T, W> {
         #[inline]
         pub fn with_raw(data: T, raw: W) -> Self {
             Self {
-                raw,
-                data: UnsafeCell::new(data),
+                cells: core::cell::UnsafeCell::new(Cells {
+                    raw,
+                    data: UnsafeCell::new(data),
+                }),
             }
         }
     }
 
     /// The word.
-    #[inline]
+    #[inline(always)]
     pub fn raw(&self) -> &W {
-        &self.raw
+        // SAFETY: the cells live as long as `self`; the word is only ever
+        // reached through shared references (it is atomic: `RawLockRef`'s
+        // contract), and `&mut` to the cells is made only from `&mut self`.
+        unsafe { &*core::ptr::addr_of!((*self.cells.get()).raw) }
+    }
+
+    /// The cell of the data, which the lock guards.
+    #[inline(always)]
+    pub(crate) fn data(&self) -> &UnsafeCell<T> {
+        // SAFETY: as in `raw`: the data's own cell is only ever reached
+        // through shared references, its contents through the lock.
+        unsafe { &*core::ptr::addr_of!((*self.cells.get()).data) }
     }
 
     /// The count now: a snapshot that other threads may change at once
@@ -150,7 +184,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     /// ```
     #[inline]
     pub fn count(&self) -> Option<u32> {
-        self.raw.count()
+        self.raw().count()
     }
 
     /// Whether the count reads dead now: a snapshot, reliable only under
@@ -187,7 +221,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     /// ```
     #[inline]
     pub fn get(&self) {
-        self.raw.get();
+        self.raw().get();
     }
 
     /// Takes a reference unless the count is zero or dead
@@ -206,7 +240,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     #[inline]
     #[must_use = "if it returned false, no reference was taken"]
     pub fn get_not_zero(&self) -> bool {
-        self.raw.get_not_zero()
+        self.raw().get_not_zero()
     }
 
     /// Takes a reference unless the object is dead, even at count zero
@@ -225,7 +259,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     #[inline]
     #[must_use = "if it returned false, no reference was taken"]
     pub fn get_not_dead(&self) -> bool {
-        self.raw.get_not_dead()
+        self.raw().get_not_dead()
     }
 
     /// Drops an owned reference without the lock and returns the count
@@ -255,7 +289,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     #[inline]
     pub unsafe fn put_owned(&self) -> Result<u32, PutError> {
         // SAFETY: the caller owns the reference (this fn's contract).
-        unsafe { self.raw.put_owned() }
+        unsafe { self.raw().put_owned() }
     }
 
     /// Drops a reference unless it is the last one (count one or less,
@@ -282,7 +316,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     /// ```
     #[inline]
     pub fn put_or_lock(&self) -> PutOrLock<'_, T, W> {
-        match self.raw.put_or_lock() {
+        match self.raw().put_or_lock() {
             None => PutOrLock::Put,
             // SAFETY: the word returned the ticket of the lock it took.
             Some(ticket) => PutOrLock::Locked(unsafe { LockRefGuard::new(self, ticket) }),
@@ -312,7 +346,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     /// ```
     #[inline]
     pub fn put_many_or_lock(&self, n: u32) -> PutOrLock<'_, T, W> {
-        match self.raw.put_many_or_lock(n) {
+        match self.raw().put_many_or_lock(n) {
             None => PutOrLock::Put,
             // SAFETY: the word returned the ticket of the lock it took.
             Some(ticket) => PutOrLock::Locked(unsafe { LockRefGuard::new(self, ticket) }),
@@ -341,7 +375,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     /// ```
     #[inline]
     pub fn lock(&self) -> LockRefGuard<'_, T, W> {
-        let ticket = self.raw.lock();
+        let ticket = self.raw().lock();
         // SAFETY: `lock` took the lock with `ticket`.
         unsafe { LockRefGuard::new(self, ticket) }
     }
@@ -359,7 +393,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     /// ```
     #[inline]
     pub fn try_lock(&self) -> Option<LockRefGuard<'_, T, W>> {
-        self.raw
+        self.raw()
             .try_lock()
             // SAFETY: `try_lock` took the lock with `ticket`.
             .map(|ticket| unsafe { LockRefGuard::new(self, ticket) })
@@ -376,7 +410,10 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     pub fn get_mut(&mut self) -> &mut T {
         // SAFETY: `&mut self` excludes every guard and every other access
         // to the cell for the returned lifetime.
-        self.data.with_mut(|ptr| unsafe { &mut *ptr })
+        self.cells
+            .get_mut()
+            .data
+            .with_mut(|ptr| unsafe { &mut *ptr })
     }
 
     /// The data, consuming the lockref.
@@ -386,7 +423,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     /// ```
     #[inline]
     pub fn into_inner(self) -> T {
-        self.data.into_inner()
+        self.cells.into_inner().data.into_inner()
     }
 }
 
@@ -424,7 +461,7 @@ impl<T, W: RawLockRefExact> LockRef<T, W> {
     /// ```
     #[inline]
     pub fn put_return(&self) -> Result<u32, PutError> {
-        self.raw.put_return()
+        self.raw().put_return()
     }
 }
 

@@ -48,6 +48,12 @@ use crate::error::{CountError, PutError};
 /// - **Orderings as `Arc`'s.** A put is `Release`; a put that reaches
 ///   zero (and the lock taken to decide at zero) is `Acquire`; a reference
 ///   taken by `get_not_dead` or `get_not_zero` is `Acquire`.
+/// - **Every byte in a cell.** Every byte of the word, padding included,
+///   lies inside an `UnsafeCell` (atomics are cells): a releasing call's
+///   `&self` stays live until it returns, while another holder may already
+///   have freed the word, and Rust's aliasing rules forbid freeing bytes
+///   under a live `&` argument outside a cell (see
+///   [`LockRef`](crate::LockRef)'s "Layout").
 /// - **Nothing after the releasing read-modify-write.** An operation that
 ///   gives up a reference touches nothing of the word after the atomic
 ///   operation that gives it up, unless it brought the count to zero (or

@@ -20,20 +20,20 @@ impl<T, P: Policy> LockRef<T, CasWord<P>> {
     /// models of the ticket cap. Not part of the API.
     #[doc(hidden)]
     pub fn ticket_state(&self) -> (u16, u16) {
-        self.raw.ticket_state()
+        self.raw().ticket_state()
     }
 
     /// Draws `n` tickets for waiters that never come, to reach the ticket
     /// cap without 65 535 threads. Not part of the API.
     #[doc(hidden)]
     pub fn draw_tickets(&self, n: u16) {
-        self.raw.draw_tickets(n);
+        self.raw().draw_tickets(n);
     }
 
     /// Serves `n` tickets drawn by [`draw_tickets`](Self::draw_tickets)
     /// (the lock must be held by them). Not part of the API.
     #[doc(hidden)]
     pub fn return_tickets(&self, n: u16) {
-        self.raw.return_tickets(n);
+        self.raw().return_tickets(n);
     }
 }

@@ -44,14 +44,24 @@ impl<O> Shared<O> {
 /// Boxes `make(count)` with `PUTTERS * per` references, starts `PUTTERS`
 /// threads that give up `per` each with `put` (which returns whether it
 /// brought the count to zero), and frees the box on the thread that did,
-/// at once. Checks that exactly one thread saw zero.
+/// at once. Checks that exactly one thread saw zero. `ROUNDS` times.
 fn race_to_free<O: Sync + 'static>(
     make: impl Fn(u32) -> O,
     per: u32,
     put: impl Fn(NonNull<O>, u32) -> bool + Send + Sync + 'static,
 ) {
+    race_to_free_rounds(ROUNDS, make, per, put);
+}
+
+/// [`race_to_free`], `rounds` times.
+fn race_to_free_rounds<O: Sync + 'static>(
+    rounds: usize,
+    make: impl Fn(u32) -> O,
+    per: u32,
+    put: impl Fn(NonNull<O>, u32) -> bool + Send + Sync + 'static,
+) {
     let put = Arc::new(put);
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds {
         let ptr = NonNull::from(Box::leak(Box::new(make(PUTTERS as u32 * per))));
         let zeros = Arc::new(AtomicUsize::new(0));
         let threads: Vec<_> = (0..PUTTERS)
@@ -266,4 +276,74 @@ fn counted_ref_drop_and_put_many_free_on_zero() {
         not(lockref_lock_only)
     ))]
     counted_ref_puts_free_on_zero::<crate::experimental::AddWord>();
+}
+
+/// Data whose size is not a multiple of the word's alignment: the
+/// `LockRef` has tail padding, which a releasing call's `&self` would
+/// protect if it lay outside the lockref's cell (see
+/// `tests::freed_under_a_call`). Each put races the free once per run;
+/// `.ci/run` runs this under Miri with many seeds (`-Zmiri-many-seeds`),
+/// both aliasing models, with and without `stats`.
+fn padded_data_races<D: Copy + Send + 'static>(data: D) {
+    let make = move |count: u32| lockref_at::<CasWord, _>(data, count);
+    // `race_to_free` hands each thread `per` references it owns: the
+    // safety contract of each put below.
+    // SAFETY: see above.
+    race_to_free_rounds(1, make, 1, |w, _| unsafe { put_return_or_lock(w) });
+    // SAFETY: as above.
+    race_to_free_rounds(1, make, 1, |w, n| unsafe { put_or_lock_n(w, n) });
+    // SAFETY: as above.
+    race_to_free_rounds(1, make, 2, |w, n| unsafe { put_or_lock_n(w, n) });
+}
+
+/// The `CountedRef` doc example's shape: an object holding a
+/// `LockRef<bool>` beside a field of its own, freed by `release`.
+struct Inode {
+    _ino: u64,
+    lockref: LockRef<bool>,
+}
+
+// SAFETY: made only in `padded_data_races_to_the_free`'s box, counted
+// only by `CountedRef`, freed once by `release`; never kept at zero.
+unsafe impl RefCounted for Inode {
+    type Data = bool;
+    type Word = CasWord;
+    type Grace = ();
+    fn lockref(&self) -> &LockRef<bool> {
+        &self.lockref
+    }
+    fn last_put(&self, keep: &mut LockRefGuard<'_, bool>) -> Fate {
+        if **keep {
+            Fate::Keep
+        } else {
+            Fate::Kill
+        }
+    }
+    unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
+        // SAFETY: from the test's box; dead and unreferenced.
+        drop(unsafe { Box::from_raw(this.as_ptr()) });
+        None
+    }
+}
+
+#[test]
+fn padded_data_races_to_the_free() {
+    padded_data_races(true);
+    padded_data_races(7_u8);
+    padded_data_races(7_i32);
+    padded_data_races([7_u8; 3]);
+    let ptr = NonNull::from(Box::leak(Box::new(Inode {
+        _ino: 7,
+        lockref: lockref_at(false, PUTTERS as u32),
+    })));
+    let threads: Vec<_> = (0..PUTTERS)
+        .map(|_| {
+            let shared = Shared(ptr);
+            // SAFETY: each thread owns one of the `PUTTERS` references.
+            thread::spawn(move || drop(unsafe { CountedRef::from_raw(shared.get()) }))
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
 }
