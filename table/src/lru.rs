@@ -58,13 +58,41 @@ impl<K, V> Lru<K, V> {
         self.len.load(Ordering::Relaxed)
     }
 
-    /// Lists `node` as the newest, unless listed. The caller holds the
-    /// node's lock at count zero (its last put).
-    pub(crate) fn retain(&self, node: &Node<K, V>) {
+    /// Lists `node` as the newest, unless listed, if the list has room
+    /// for it within `bound`: listed nodes found in use (revived since
+    /// they were listed) are unlisted first to make room (their next last
+    /// put lists them again). Returns whether `node` is listed; `false`
+    /// means `bound` unused nodes are listed already, and the caller kills
+    /// `node` instead of keeping it, so that the bound holds at rest. The
+    /// caller holds the node's lock at count zero (its last put).
+    pub(crate) fn retain(&self, node: &Node<K, V>, bound: usize) -> bool {
         let mut list = lock(&self.list);
         // Relaxed: ON_LRU changes only under the list's lock, held.
         if node.flags.load(Ordering::Relaxed) & ON_LRU != 0 {
-            return;
+            return true;
+        }
+        while self.len() >= bound {
+            let Some(oldest) = NonNull::new(list.oldest) else {
+                break;
+            };
+            // SAFETY: listed, so live: unlisted under this lock by its
+            // release, before its slot is recycled.
+            let oldest = unsafe { oldest.as_ref() };
+            // Relaxed: a node's count leaves zero only by a lookup that
+            // then holds it (in use), and returns to zero only in a last
+            // put whose `retain`, after it, takes this lock: if we read it
+            // above zero, either it is in use or its last put lists it
+            // again after us.
+            if oldest.counts.lockref.count().is_some_and(|n| n > 0) {
+                // SAFETY: listed, under the lock.
+                unsafe { Self::unlink(&mut list, oldest) };
+                self.len.fetch_sub(1, Ordering::Relaxed);
+            } else {
+                break;
+            }
+        }
+        if self.len() >= bound {
+            return false;
         }
         node.flags.fetch_or(ON_LRU, Ordering::Relaxed);
         let this = ptr::from_ref(node).cast_mut();
@@ -80,6 +108,7 @@ impl<K, V> Lru<K, V> {
         }
         list.newest = this;
         self.len.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     /// Unlists the oldest node and returns it, or `None` if the list is

@@ -258,12 +258,14 @@ unsafe impl<K: Send + Sync, V: Send + Sync> RefCounted for Node<K, V> {
         // SAFETY: the lock is held at count zero and the entry is not dead:
         // it holds its slot, its key and its value.
         let (shared, key, value) = unsafe { (self.shared(), self.key(), self.value()) };
+        // The bound holds at rest: past it, the entry whose last reference
+        // went is killed rather than kept (`Lru::retain`).
         if shared.is_open()
             && self.on_key_chain()
             && shared.max_unused > 0
             && (shared.keep)(key, value)
+            && shared.lru.retain(self, shared.max_unused)
         {
-            shared.lru.retain(self);
             Fate::Keep
         } else {
             Fate::Kill
@@ -278,15 +280,24 @@ unsafe impl<K: Send + Sync, V: Send + Sync> RefCounted for Node<K, V> {
         let shared = unsafe { node.shared() };
         let guard = epoch::pin();
         shared.unlink(node, &guard);
-        // Release: before the deferral below, so a pinned lookup that still
-        // reads the id holds the slot's recycling back (the deferral's
-        // fence, as for a chain's unlink).
+        // What holds the slot's recycling back for a pinned lookup that
+        // still reads the old id (`Shared::find_id`) is not this ordering
+        // but the epoch's `SeqCst` fences: the lookup's pin fences before
+        // its load, and the deferral below fences (when its bag is sealed
+        // with the global epoch) after this swap. If the deferral's fence
+        // comes first in their single order, the lookup's load sees
+        // `VACANT`; if the pin's does, the collector sees the lookup pinned
+        // and waits for it. So `Relaxed` would do, and a weakened mutant
+        // survives every model: it is equivalent. `Release` (and
+        // `find_id`'s `Acquire`) state the pairing at no cost on x86.
         let old_id = node.id.swap(VACANT, Ordering::Release);
         shared.lru.remove(node);
-        // SAFETY: dead with no reference: nobody reads the value any more
-        // (walkers never do), and it is dropped once, here.
-        unsafe { (*node.value.get()).assume_init_drop() };
         let released = Released(this);
+        // The recycling is deferred before the value is dropped, so that a
+        // value whose drop panics still gives its slot back (and with it
+        // the entry's hold on the table's state): the panic propagates,
+        // nothing leaks. The recycling cannot run before the drop below
+        // ends, since this thread's pin holds it back.
         // SAFETY: the entry is unreachable from its chain, and its id is
         // VACANT; walkers and pinned lookups that reached it are pinned, so
         // the recycling waits for them. Once, here.
@@ -296,6 +307,11 @@ unsafe impl<K: Send + Sync, V: Send + Sync> RefCounted for Node<K, V> {
                 Node::recycle(released.0, old_id);
             });
         }
+        // SAFETY: dead with no reference: nobody reads the value any more
+        // (walkers never do), and it is dropped once, here, before the
+        // recycling (held back by `guard`, dropped after).
+        unsafe { (*node.value.get()).assume_init_drop() };
+        drop(guard);
         None
     }
 }

@@ -13,7 +13,7 @@ use lockref::CountedRef;
 use crate::chain::Bucket;
 use crate::lru::Lru;
 use crate::node::{Node, ON_KEY_CHAIN};
-use crate::slots::Slots;
+use crate::slots::{Slots, Vacancy};
 use crate::sync::{lock, Arc, AtomicBool, AtomicUsize, MutexGuard, Ordering};
 
 /// The user's decision at zero: keep the entry (unused, findable) or kill
@@ -125,8 +125,11 @@ impl<K, V> Shared<K, V> {
         let found = self.slots.locate(id)?;
         // SAFETY: the slots' memory lives while `self` does.
         let node = unsafe { found.as_ref() };
-        // Acquire: a pinned reader that sees the id before the release's
-        // store holds the recycling back (see `Node::id`).
+        // Acquire: pairs with the release's swap to `VACANT`; a pinned
+        // reader that sees the id before that swap holds the recycling
+        // back by the epoch's fences, not by this ordering (`Relaxed` would
+        // do: see `Node::release`). The caller reads only atomics of the
+        // node after this.
         (node.id.load(Ordering::Acquire) == id).then_some(found)
     }
 
@@ -156,7 +159,18 @@ impl<K, V> Shared<K, V> {
             }
         }
         let vacancy = this.slots.take();
-        let value = make(vacancy.id);
+        // A `make` that panics gives the slot back (its id, seen by `make`
+        // only, is never handed out again: the slot is reused with the
+        // next generation).
+        let value = {
+            let taken = GiveBackOnUnwind {
+                slots: &this.slots,
+                vacancy: &vacancy,
+            };
+            let value = make(vacancy.id);
+            core::mem::forget(taken);
+            value
+        };
         // SAFETY: a vacant slot just taken from the slots.
         let entry = unsafe { Node::fill(vacancy.node, this.clone(), hash, vacancy.id, key, value) };
         bucket.push(vacancy.node, &guard);
@@ -222,5 +236,18 @@ impl<K, V> Shared<K, V> {
         if excess > 0 {
             self.shrink(excess);
         }
+    }
+}
+
+/// Gives a vacancy back to its slots if dropped: while `make` runs, so that
+/// a panic in it loses no slot. Forgotten once `make` returns.
+struct GiveBackOnUnwind<'a, K, V> {
+    slots: &'a Slots<K, V>,
+    vacancy: &'a Vacancy<K, V>,
+}
+
+impl<K, V> Drop for GiveBackOnUnwind<'_, K, V> {
+    fn drop(&mut self) {
+        self.slots.give_back(self.vacancy);
     }
 }

@@ -98,6 +98,11 @@ impl<K, V> Slots<K, V> {
     /// (compare its id). `None` if no slot has that number.
     #[inline]
     pub(crate) fn locate(&self, id: u64) -> Option<NonNull<Node<K, V>>> {
+        // A vacant slot's id is `VACANT`: never a slot's name, or a lookup
+        // of it would find every vacant slot's id equal.
+        if id == VACANT {
+            return None;
+        }
         let relative = id.checked_sub(self.first_id)?;
         self.node(relative & ((1 << SLOT_BITS) - 1))
     }
@@ -126,6 +131,15 @@ impl<K, V> Slots<K, V> {
             node: self.node(u64::from(slot)).expect("allocated"),
             id: self.first_id + (u64::from(generation) << SLOT_BITS | u64::from(slot)),
         }
+    }
+
+    /// Gives back a vacancy that was never filled (its `make` panicked):
+    /// the slot holds nothing, so no grace period is needed; it is reused
+    /// with the next generation, as `id` may have been seen.
+    pub(crate) fn give_back(&self, vacancy: &Vacancy<K, V>) {
+        // SAFETY: the slots' memory lives while `self` does.
+        let slot = unsafe { vacancy.node.as_ref() }.slot;
+        self.recycle(slot, vacancy.id);
     }
 
     /// Allocates chunk `c`: vacant nodes. Under the slots' lock.

@@ -357,19 +357,30 @@ impl<K: Send + Sync, V: Send + Sync> Drop for Table<K, V> {
         shared.close();
         // No insert can run now (`&mut self`), so no slot takes a new
         // entry; entries may still die, on the threads of their handles.
+        // A value whose drop panics does not stop the teardown: every
+        // entry is ended, and the first panic propagates after.
+        let mut first_panic = None;
         for slot in shared.slots.used() {
-            // SAFETY: type-stable memory, valid while `shared` is.
-            let node = unsafe { slot.as_ref() };
-            if node.counts.peer.end() {
-                // SAFETY: the peer's lockref reference, now ours (a vacant
-                // slot's count of the peer's is zero).
-                let _ = unsafe { CountedRef::put_many(slot, 1) };
+            let end = std::panic::AssertUnwindSafe(|| {
+                // SAFETY: type-stable memory, valid while `shared` is.
+                let node = unsafe { slot.as_ref() };
+                if node.counts.peer.end() {
+                    // SAFETY: the peer's lockref reference, now ours (a
+                    // vacant slot's count of the peer's is zero).
+                    let _ = unsafe { CountedRef::put_many(slot, 1) };
+                }
+                // A handle's last put either came before (kept it: killed
+                // here) or comes after this kill's lock, and sees the table
+                // closed. A vacant or dying slot is dead: nothing happens.
+                // SAFETY: valid memory, the slots' provenance.
+                unsafe { CountedRef::kill_unused(slot) };
+            });
+            if let Err(panic) = std::panic::catch_unwind(end) {
+                first_panic.get_or_insert(panic);
             }
-            // A handle's last put either came before (kept it: killed here)
-            // or comes after this kill's lock, and sees the table closed.
-            // A vacant or dying slot is dead: nothing happens.
-            // SAFETY: valid memory, the slots' provenance.
-            unsafe { CountedRef::kill_unused(slot) };
+        }
+        if let Some(panic) = first_panic {
+            std::panic::resume_unwind(panic);
         }
     }
 }
