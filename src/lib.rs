@@ -2,8 +2,9 @@
 //! kernel's `lockref`, for virtual-filesystem code written in Rust.
 //!
 //! [`LockRef<T>`] keeps a count that changes with one lockless
-//! compare-and-swap while its lock is free, and a fair ticket spinlock that
-//! guards a `T` and the count together. Cache objects (dentries, inodes)
+//! compare-and-swap while its lock is free, and a lock that guards a `T`
+//! and the count together (its waiters spin a short while, then, with
+//! `std`, sleep until the unlock wakes them: see [`park`]). Cache objects (dentries, inodes)
 //! use the lockless path for the hot get/put traffic and the lock for the
 //! rare state changes (kill, rename, revalidation) that must see a count no
 //! one else can move.
@@ -56,8 +57,13 @@
 //!   reference at zero is refused with an error, never wrapped.
 //! - **[`LockRef::get`] panics on a dead object** (the kernel increments a
 //!   dead count blindly).
-//! - **The lock is a ticket lock** (fair) in the word's top half, the count
-//!   in the bottom half; see [the word](#the-word).
+//! - **The lock's waiters sleep** (with `std`; [`park`]): the kernel may
+//!   spin because it disables preemption while a spinlock is held, a user
+//!   thread cannot. The lock is taken by whoever finds it free, and fair
+//!   eventually (an unlock hands it to a sleeper about once every 0.5 ms),
+//!   not a FIFO ticket lock: a ticket lock would wait, held, for its
+//!   sleeping next ticket. It sits in the word's top half, the count in
+//!   the bottom half; see [the word](#the-word).
 //! - **Orderings are stronger where a Rust caller needs them to free**:
 //!   the kernel's lockless updates are relaxed and rely on RCU; here the
 //!   references taken from a possibly-unreferenced object (`get_not_zero`,
@@ -72,21 +78,23 @@
 //! | bits   | field | meaning |
 //! |--------|-------|---------|
 //! | 0..32  | count | signed (states below) |
-//! | 32..48 | owner | ticket lock: the ticket served |
-//! | 48..64 | next  | ticket lock: the next ticket to draw |
+//! | 32     | `LOCKED` | the lock is held |
+//! | 33     | `PARKED` | a waiter sleeps on the word, or is about to |
+//! | 34..64 | zero |  |
 //!
 //! | state     | lock half       | count |
 //! |-----------|-----------------|-------|
-//! | unlocked  | `owner == next` | any; lockless updates allowed |
-//! | locked    | `owner != next` | any; only the holder changes it |
+//! | unlocked  | `LOCKED` clear  | any; lockless updates allowed |
+//! | locked    | `LOCKED` set    | any; only the holder changes it |
 //! | live      | any             | `0 ..= SATURATED - 1` references (`0`: a cache may keep it) |
 //! | dead      | any             | `< 0` (`-128` after `mark_dead`; the API reads `None`): no new references |
 //! | saturated | any             | [`SATURATED`]: never changes again, the object is leaked |
 //!
-//! The kernel puts the lock in the low half; here the count is low so that
-//! drawing a ticket is one `fetch_add` whose carry out of `next` falls off
-//! the top of the word. Without a 64-bit compare-and-swap the lock half is
-//! its own 32-bit word and the count sits beside it, 8 bytes in all.
+//! Taking the lock is one `fetch_or` of `LOCKED` (`lock bts` on x86), which
+//! a lockless count update cannot make fail; an unlock that finds `PARKED`
+//! clear is one compare-and-swap, and one that finds it set wakes a sleeper
+//! first. Without a 64-bit compare-and-swap the lock half is its own
+//! 32-bit word and the count sits beside it, 8 bytes in all.
 //!
 //! # Contention policies
 //!
@@ -109,7 +117,7 @@
 //!
 //! | feature | what it does |
 //! |---|---|
-//! | `std` | lock waiters yield the CPU after spinning a while (threads outnumbering cores) |
+//! | `std` | lock waiters sleep (`parking_lot_core`) after spinning a short while, so the lock never convoys when threads outnumber CPUs ([`park`]); errors implement `std::error::Error` |
 //! | `stats` | per-object counters of operations and the paths they took (`LockRef::stats`) |
 //! | `loom` | with `--cfg lockref_loom`, every atomic, cell and spin hint comes from loom, for loom models of code built on the crate (loom is a dependency only then) |
 //! | `unstable-add-word` | research, outside semver: `experimental::AddWord`, the `fetch_add` word (64-bit atomics only) |
@@ -120,7 +128,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
-#[cfg(any(feature = "std", test))]
+#[cfg(any(feature = "std", test, lockref_loom))]
 extern crate std;
 
 mod count;
@@ -129,6 +137,7 @@ mod error;
 mod guard;
 mod last_put;
 mod lockref;
+pub mod park;
 mod path_ref;
 pub mod policy;
 mod raw;

@@ -17,9 +17,11 @@ use crate::sync::UnsafeCell;
 /// word per attempt, so a count change never happens while the lock is
 /// held. When the lock is held, or the compare-and-swap keeps failing (the
 /// word's [`Policy`](crate::policy::Policy) decides how to wait, within a
-/// bound), the same operation is done under the lock. The lock is a fair
-/// ticket spinlock, held through a [`LockRefGuard`] that also reads and
-/// writes the count.
+/// bound), the same operation is done under the lock. The lock is held
+/// through a [`LockRefGuard`] that also reads and writes the count; a
+/// waiter spins a short while, then sleeps in the word's
+/// [`Park`](crate::park::Park) (with `std`, `parking_lot_core`; without,
+/// it spins on), and the unlock wakes it.
 ///
 /// Counts are `u32`: [`count`](Self::count) reads `None` for a dead object
 /// (no new references), zero is a live object nobody references (a cache
@@ -354,7 +356,10 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     }
 
     /// Takes the lock, waiting, and returns the guard that reaches the
-    /// data and the count. On the default word, a fair ticket lock.
+    /// data and the count. A waiter spins a short while, then sleeps (with
+    /// `std`) until an unlock wakes it; the lock goes to whoever finds it
+    /// free, and an unlock hands it to a sleeper now and then (eventual
+    /// fairness, as `parking_lot`).
     ///
     /// Ordering: `Acquire`; the guard's drop is `Release`.
     ///
@@ -362,11 +367,7 @@ impl<T, W: RawLockRef> LockRef<T, W> {
     /// `get_not_zero`, `get_not_dead` or `put_or_lock`, which may fall back
     /// to it) on an object whose guard the same thread holds spins forever.
     /// A panic while a guard is held unlocks on unwinding, without
-    /// poisoning: the data is whatever the panicking code left. On the
-    /// default word at most 65 535 tickets are out at once (the holder's
-    /// and its waiters'); a locker beyond that waits without drawing one
-    /// until a ticket is served, so the 16-bit tickets never wrap onto a
-    /// held lock.
+    /// poisoning: the data is whatever the panicking code left.
     ///
     /// ```
     /// let r = lockref::LockRef::<Vec<u8>>::new(Vec::new());

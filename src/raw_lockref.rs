@@ -61,7 +61,8 @@ use crate::error::{CountError, PutError};
 ///   the word at once.
 pub unsafe trait RawLockRef: Sized {
     /// What taking the lock returns and unlocking takes back (the ticket
-    /// of a ticket lock; `()` for a lock that needs none).
+    /// of a ticket lock; `()` for a lock that needs none, as this crate's
+    /// words).
     type Ticket: Copy;
 
     /// An unlocked word holding `count` references.

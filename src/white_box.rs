@@ -1,39 +1,23 @@
-//! White-box hooks into the ticket lock, for the crate's unit tests and
-//! loom models only (`cfg(test)` or `--cfg lockref_white_box`, which
-//! `loom-tests` sets and nothing else should): they reach
-//! states (the ticket wrap, the ticket cap) that would otherwise take 65 536
-//! lock cycles or threads. Not part of the API.
+//! White-box hooks into the lock, for the crate's unit tests and loom
+//! models (`--cfg lockref_white_box`): the state of the lock half, which
+//! the API does not show. Not part of the API.
 
-use crate::lockref::LockRef;
+use crate::park::Park;
 use crate::policy::Policy;
 use crate::raw::CasWord;
+use crate::LockRef;
 
-impl<T, P: Policy> LockRef<T, CasWord<P>> {
-    /// A lockref whose next lock ticket is `ticket`, for tests and loom
-    /// models of the 16-bit ticket wrap. Not part of the API.
+impl<T, P: Policy, K: Park> LockRef<T, CasWord<P, K>> {
+    /// Whether the lock reads held now. Not part of the API.
     #[doc(hidden)]
-    pub fn at_ticket(data: T, count: u32, ticket: u16) -> Self {
-        Self::with_raw(data, CasWord::at_ticket(count as i32, ticket))
+    pub fn lock_is_held(&self) -> bool {
+        self.raw().lock_is_held()
     }
 
-    /// `(owner, next)` of the ticket lock now: white-box tests and loom
-    /// models of the ticket cap. Not part of the API.
+    /// Whether the lock half flags a sleeper now (a waiter sleeps, or is
+    /// about to). Not part of the API.
     #[doc(hidden)]
-    pub fn ticket_state(&self) -> (u16, u16) {
-        self.raw().ticket_state()
-    }
-
-    /// Draws `n` tickets for waiters that never come, to reach the ticket
-    /// cap without 65 535 threads. Not part of the API.
-    #[doc(hidden)]
-    pub fn draw_tickets(&self, n: u16) {
-        self.raw().draw_tickets(n);
-    }
-
-    /// Serves `n` tickets drawn by [`draw_tickets`](Self::draw_tickets)
-    /// (the lock must be held by them). Not part of the API.
-    #[doc(hidden)]
-    pub fn return_tickets(&self, n: u16) {
-        self.raw().return_tickets(n);
+    pub fn flags_a_sleeper(&self) -> bool {
+        self.raw().flags_a_sleeper()
     }
 }

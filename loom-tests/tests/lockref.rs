@@ -9,19 +9,18 @@
 //! compare-and-swap word does, and say so: its count is frozen under the
 //! lock (`lockless_updates_vs_guard`, `mark_dead` and `set_count`), its
 //! loop has a policy and a bound (`locked_fallback_after_retries_run_out`,
-//! `wait_unlock_policy_keeps_forward_progress`), its lock has tickets
-//! (`ticket_lock_mutual_exclusion_across_wrap`,
-//! `ticket_cap_stops_a_locker_from_wrapping_the_ticket`), and it saturates
+//! `wait_unlock_policy_keeps_forward_progress`), and it saturates
 //! in one compare-and-swap (`saturation_under_concurrent_gets`; the
 //! fetch_add word's pinning is `tests/add_word.rs`'s
-//! `saturation_under_concurrent_adds`).
+//! `saturation_under_concurrent_adds`). The lock's sleep and wake are
+//! `tests/park.rs`'s.
 #![cfg(loom)]
 
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
 use lockref::policy::ExpBackoff;
 use lockref::{CasWord, LockRef, LockRefGuard, PutOrLock, RawLockRef, SATURATED};
-use lockref_loom_tests::{model, model_with_branches, OneAttempt, WaitTwice, Word};
+use lockref_loom_tests::{model, OneAttempt, WaitTwice, Word};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -448,62 +447,6 @@ fn saturation_under_concurrent_gets() {
             h.join().unwrap();
         }
         assert_eq!(r.count(), Some(SATURATED));
-    });
-}
-
-/// The ticket lock excludes: two lockers crossing the 16-bit ticket wrap
-/// both update the data (loom's cell tracking would flag overlap).
-#[test]
-fn ticket_lock_mutual_exclusion_across_wrap() {
-    model(|| {
-        let r = Arc::new(LockRef::<u32>::at_ticket(0, 1, 0xffff));
-        let handles: Vec<_> = (0..2)
-            .map(|_| {
-                let r = r.clone();
-                thread::spawn(move || {
-                    let mut g = r.lock();
-                    let v = *g;
-                    thread::yield_now();
-                    *g = v + 1;
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-        assert_eq!(*r.lock(), 2);
-        assert_eq!(r.count(), Some(1));
-    });
-}
-
-/// A locker that finds every ticket out (one short of wrapping `next`
-/// onto `owner`; drawn here for waiters that never come) waits without
-/// drawing, under every interleaving with a `try_lock`, so the lock never
-/// reads free while held; once the tickets are served, it gets the lock.
-#[test]
-fn ticket_cap_stops_a_locker_from_wrapping_the_ticket() {
-    // The locker at the cap spins (loom yields) until tickets are served.
-    model_with_branches(10_000, || {
-        let r = Arc::new(LockRef::new(0_u32));
-        r.draw_tickets(u16::MAX);
-        let capped = r.ticket_state();
-        let locker = {
-            let r = r.clone();
-            thread::spawn(move || *r.lock() += 1)
-        };
-        let checker = {
-            let r = r.clone();
-            thread::spawn(move || {
-                assert!(r.try_lock().is_none(), "the lock reads free while held");
-                assert_eq!(r.ticket_state(), capped, "a ticket drawn past the cap");
-                r.return_tickets(u16::MAX);
-            })
-        };
-        checker.join().unwrap();
-        locker.join().unwrap();
-        assert_eq!(*r.lock(), 1);
-        let (owner, next) = r.ticket_state();
-        assert_eq!(owner, next);
     });
 }
 

@@ -21,8 +21,6 @@ pub(super) const DEAD_STORED: u32 = 0xE000_0000;
 /// Where a saturated count is pinned: the middle of the saturated region,
 /// 3 * 2^28 from either end, so no transient ever leaves it.
 pub(super) const SATURATED_STORED: u32 = 0x9000_0000;
-/// The lock bit.
-pub(super) const LOCKED: u64 = 1 << 32;
 /// The count's half.
 pub(super) const COUNT_MASK: u64 = 0xFFFF_FFFF;
 

@@ -5,13 +5,13 @@
 
 use core::fmt;
 
-use super::add_count::{
-    decode, reported, Count, BIAS, COUNT_MASK, DEAD_STORED, LOCKED, SATURATED_STORED,
-};
+use super::add_count::{decode, reported, Count, BIAS, COUNT_MASK, DEAD_STORED, SATURATED_STORED};
 use crate::count::SATURATED;
 use crate::error::{CountError, PutError};
+use crate::park::DefaultPark;
+use crate::raw::lock;
 use crate::raw_lockref::RawLockRef;
-use crate::sync::{acquire_fence_after, spin_loop, AtomicU64, Ordering, SpinThenYield};
+use crate::sync::{acquire_fence_after, spin_loop, AtomicU64, Ordering};
 
 /// The `fetch_add` word (research, feature `unstable-add-word`): `get`,
 /// `get_not_dead` and `put_owned` are one `fetch_add`/`fetch_sub` of the
@@ -160,8 +160,9 @@ impl Default for AddWord {
 }
 
 // SAFETY: the promises of `RawLockRef`, as the module docs argue them:
-// the lock bit is a test-and-set lock (`Acquire` on the `fetch_or` that
-// takes it, `Release` on the `fetch_and` that clears it); a dead count is
+// the lock bit is the compare-and-swap word's lock half (`raw/lock.rs`:
+// `Acquire` on the `fetch_or` that takes it, `Release` on the write that
+// clears it, and its sleeper flag, which no count change touches); a dead count is
 // stored mid-region, every add on it is undone, and `get_not_zero` and the
 // puts refuse it; a saturated count is pinned mid-region and never
 // reported below `SATURATED`; the puts that can run at zero
@@ -321,32 +322,20 @@ unsafe impl RawLockRef for AddWord {
         }
     }
 
-    /// Takes the lock: a test-and-set spinlock (not FIFO) that spins, then
-    /// yields with `std`.
+    /// Takes the lock: the lock half of the compare-and-swap word's (the
+    /// same bits: a test-and-set lock whose waiters spin a while, then
+    /// sleep in the [`DefaultPark`]).
     fn lock(&self) {
-        let mut waiter = SpinThenYield::new();
-        loop {
-            if self.try_lock().is_some() {
-                return;
-            }
-            // Relaxed: only waits for the bit to clear; the fetch_or in
-            // `try_lock` decides.
-            while self.word.load(Ordering::Relaxed) & LOCKED != 0 {
-                waiter.wait();
-            }
-        }
+        lock::lock::<_, DefaultPark>(&self.word);
     }
 
     fn try_lock(&self) -> Option<()> {
-        // Acquire: pairs with the Release of the unlock; the data is ours
-        // after it.
-        (self.word.fetch_or(LOCKED, Ordering::Acquire) & LOCKED == 0).then_some(())
+        lock::try_lock(&self.word).then_some(())
     }
 
     unsafe fn unlock(&self, (): ()) {
-        // Release: the data written under the lock, and a death, for the
-        // next holder and for lookups.
-        self.word.fetch_and(!LOCKED, Ordering::Release);
+        // A compare-and-swap loop: counts land meanwhile, and it retries.
+        lock::unlock::<_, DefaultPark>(&self.word);
     }
 
     /// The count now: at least the references this holder knows of; other
@@ -438,17 +427,24 @@ unsafe impl RawLockRef for AddWord {
     /// reviver owns a reference and the object stays). Returns whether it
     /// killed.
     unsafe fn kill_if_zero_locked(&self) -> bool {
-        let zero = LOCKED | u64::from(BIAS);
-        // Relaxed: under the lock, whose release publishes the death; a
-        // lookup's add that lands after it sees a dead count and undoes.
-        self.word
-            .compare_exchange(
-                zero,
-                LOCKED | u64::from(DEAD_STORED),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_ok()
+        // Relaxed, all: under the lock, whose release publishes the death;
+        // a lookup's add that lands after it sees a dead count and undoes.
+        // The lock half is kept as it is (a waiter may flag itself asleep
+        // meanwhile: the swap then looks again).
+        let mut old = self.word.load(Ordering::Relaxed);
+        loop {
+            if old & COUNT_MASK != u64::from(BIAS) {
+                return false;
+            }
+            let dead = (old & !COUNT_MASK) | u64::from(DEAD_STORED);
+            match self
+                .word
+                .compare_exchange_weak(old, dead, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => old = now,
+            }
+        }
     }
 }
 

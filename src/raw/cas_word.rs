@@ -8,7 +8,7 @@
 //! held: the count is "atomic with respect to the spinlock". While the lock
 //! is held only the holder changes the count.
 
-use super::ticket::{self, LockWord};
+use super::lock::{self, LockWord};
 use super::Attempt;
 use crate::count::SATURATED_I32 as SATURATED;
 use crate::error::PutError;
@@ -16,7 +16,7 @@ use crate::policy::Policy;
 use crate::stats::{Event, Stats};
 use crate::sync::{AtomicU64, Ordering};
 
-ticket::lock_word!(AtomicU64, u64);
+lock::lock_word!(AtomicU64, u64);
 
 /// The count half of a word.
 #[inline(always)]
@@ -29,10 +29,10 @@ pub(crate) struct Word(AtomicU64);
 
 impl Word {
     crate::sync::const_fn! {
-        /// Unlocked with `count`, the next ticket to draw being `ticket`.
+        /// Unlocked with `count`.
         #[inline]
-        pub(crate) fn new(count: i32, ticket: u16) -> Self {
-            let lock = (ticket::unlocked_at(ticket) as u64) << 32;
+        pub(crate) fn new(count: i32) -> Self {
+            let lock = (lock::UNLOCKED as u64) << 32;
             Word(AtomicU64::new(lock | count as u32 as u64))
         }
     }
@@ -62,8 +62,7 @@ impl Word {
     pub(crate) fn set_count_locked(&self, old: i32, new: i32) {
         // Add the exact difference of the count halves: the result's count
         // half is `new` and any carry or borrow cancels in the lock half
-        // modulo 2^64 (see `ticket::unlock`), while concurrent ticket draws
-        // keep adding to `next`. Relaxed: the releasing unlock publishes it.
+        // modulo 2^64, while waiters may set the lock half's sleeper flag. Relaxed: the releasing unlock publishes it.
         let delta = u64::from(new as u32).wrapping_sub(u64::from(old as u32));
         self.0.fetch_add(delta, Ordering::Relaxed);
     }
@@ -90,7 +89,7 @@ impl Word {
             if attempts >= P::MAX_ATTEMPTS {
                 return Attempt::GaveUp(PutError::Contended);
             }
-            if !ticket::is_free(AtomicU64::lock_half(old)) {
+            if !lock::is_free(AtomicU64::lock_half(old)) {
                 if !policy.lock_held() {
                     return Attempt::GaveUp(PutError::Locked);
                 }

@@ -7,6 +7,7 @@ use core::fmt;
 use super::CasWord;
 use crate::count::{decremented, incremented, DEAD, SATURATED_I32};
 use crate::error::{CountError, PutError};
+use crate::park::Park;
 use crate::policy::Policy;
 use crate::raw_lockref::{RawLockRef, RawLockRefExact};
 
@@ -17,9 +18,11 @@ fn live(count: i32) -> Option<u32> {
 }
 
 // SAFETY: the promises of `RawLockRef`, one by one:
-// - the ticket lock excludes (`ticket.rs`); `lock`/`try_lock` are
-//   `Acquire`, `unlock` `Release`; `put_many_or_lock` returns a ticket only
-//   from `acquire`;
+// - the lock excludes (`lock.rs`: a test-and-set bit, taken by a `fetch_or`
+//   that found it clear or by a hand-off); `lock`/`try_lock` are
+//   `Acquire`, `unlock` `Release`; `put_many_or_lock` returns `Some` only
+//   after `acquire`;
+// - every byte of the word is an atomic (stats' counters too);
 // - a negative count is dead: every lockless attempt requires
 //   `count >= min >= 0`, `incremented` refuses a negative count, and
 //   nothing but `mark_dead_locked` writes one (nor leaves one, but
@@ -32,8 +35,8 @@ fn live(count: i32) -> Option<u32> {
 //   kill's check and store are exact;
 // - the orderings and the release rule are `raw/mod.rs`'s (its module
 //   docs' invariant).
-unsafe impl<P: Policy> RawLockRef for CasWord<P> {
-    type Ticket = u16;
+unsafe impl<P: Policy, K: Park> RawLockRef for CasWord<P, K> {
+    type Ticket = ();
 
     #[inline]
     fn with_count(count: u32) -> Result<Self, CountError> {
@@ -61,12 +64,12 @@ unsafe impl<P: Policy> RawLockRef for CasWord<P> {
     }
 
     #[inline]
-    fn put_many_or_lock(&self, n: u32) -> Option<u16> {
+    fn put_many_or_lock(&self, n: u32) -> Option<()> {
         self.put_many_or_take_lock(n)
     }
 
     #[inline]
-    fn put_or_lock(&self) -> Option<u16> {
+    fn put_or_lock(&self) -> Option<()> {
         self.put_many_or_take_lock(1)
     }
 
@@ -77,18 +80,18 @@ unsafe impl<P: Policy> RawLockRef for CasWord<P> {
     }
 
     #[inline]
-    fn lock(&self) -> u16 {
-        self.acquire_lock()
+    fn lock(&self) {
+        self.acquire_lock();
     }
 
     #[inline]
-    fn try_lock(&self) -> Option<u16> {
-        self.try_acquire_lock()
+    fn try_lock(&self) -> Option<()> {
+        self.try_acquire_lock().then_some(())
     }
 
     #[inline]
-    unsafe fn unlock(&self, ticket: u16) {
-        self.release_lock(ticket);
+    unsafe fn unlock(&self, _: ()) {
+        self.release_lock();
     }
 
     #[inline]
@@ -141,7 +144,7 @@ unsafe impl<P: Policy> RawLockRef for CasWord<P> {
 // SAFETY: no lockless update lands while the lock is held: every one is a
 // compare-and-swap of the whole word from a value whose lock half reads
 // free (`cas_word.rs`), and the lock-only word has none.
-unsafe impl<P: Policy> RawLockRefExact for CasWord<P> {
+unsafe impl<P: Policy, K: Park> RawLockRefExact for CasWord<P, K> {
     #[inline]
     fn put_return(&self) -> Result<u32, PutError> {
         self.put_lockless()
@@ -184,14 +187,14 @@ unsafe impl<P: Policy> RawLockRefExact for CasWord<P> {
     }
 }
 
-impl<P: Policy> Default for CasWord<P> {
+impl<P: Policy, K: Park> Default for CasWord<P, K> {
     /// [`CasWord::new`]: one reference.
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<P: Policy> fmt::Debug for CasWord<P> {
+impl<P: Policy, K: Park> fmt::Debug for CasWord<P, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CasWord")
             .field("count", &crate::count::ShowCount(RawLockRef::count(self)))

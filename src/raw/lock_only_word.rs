@@ -1,5 +1,5 @@
-//! The word for targets without a 64-bit compare-and-swap: a 32-bit ticket
-//! lock and the count beside it, 8 bytes and 8-aligned as the other word.
+//! The word for targets without a 64-bit compare-and-swap: a 32-bit lock
+//! and the count beside it, 8 bytes and 8-aligned as the other word.
 //! There is no lockless path: every operation takes the lock, as the kernel
 //! does without `CONFIG_ARCH_USE_CMPXCHG_LOCKREF`.
 //!
@@ -8,16 +8,16 @@
 //! `count` is written only with the lock held; it is atomic only so that
 //! the racy snapshot [`Word::count`] is not a data race.
 
-use super::ticket;
+use super::lock;
 use super::Attempt;
 use crate::error::PutError;
 use crate::policy::Policy;
 use crate::stats::Stats;
 use crate::sync::{AtomicI32, AtomicU32, Ordering};
 
-ticket::lock_word!(AtomicU32, u32);
+lock::lock_word!(AtomicU32, u32);
 
-/// A ticket lock and the count beside it.
+/// A lock and the count beside it.
 #[repr(C, align(8))]
 pub(crate) struct Word {
     lock: AtomicU32,
@@ -26,11 +26,11 @@ pub(crate) struct Word {
 
 impl Word {
     crate::sync::const_fn! {
-        /// Unlocked with `count`, the next ticket to draw being `ticket`.
+        /// Unlocked with `count`.
         #[inline]
-        pub(crate) fn new(count: i32, ticket: u16) -> Self {
+        pub(crate) fn new(count: i32) -> Self {
             Word {
-                lock: AtomicU32::new(ticket::unlocked_at(ticket)),
+                lock: AtomicU32::new(lock::UNLOCKED),
                 count: AtomicI32::new(count),
             }
         }

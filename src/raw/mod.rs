@@ -1,4 +1,4 @@
-//! [`CasWord`], the compare-and-swap word: a count and a ticket lock,
+//! [`CasWord`], the compare-and-swap word: a count and a lock,
 //! without the data. Each operation is its lockless attempt followed,
 //! beside it, by its locked version, as in the kernel's `lib/lockref.c`.
 //! Its [`RawLockRef`](crate::RawLockRef) and
@@ -30,12 +30,13 @@ use core::marker::PhantomData;
 
 use crate::count::{incremented, SATURATED_I32 as SATURATED};
 use crate::error::{CountError, PutError};
+use crate::park::{DefaultPark, Park};
 use crate::policy::{DefaultPolicy, Policy};
 use crate::stats::{Event, Stats};
 use crate::sync::{acquire_fence_after, Ordering};
 
 mod contract;
-pub(crate) mod ticket;
+pub(crate) mod lock;
 
 cfg_if::cfg_if! {
     // The one place the build's word is chosen.
@@ -78,14 +79,17 @@ pub(crate) enum Attempt {
 }
 
 /// The compare-and-swap word, the default word of
-/// [`LockRef`](crate::LockRef): a count and a fair ticket spinlock in one
-/// 64-bit word (the layout is the crate docs' table). A count change is
-/// one compare-and-swap of the whole word while the lock is free, so no
+/// [`LockRef`](crate::LockRef): a count and a lock in one 64-bit word (the
+/// layout is the crate docs' table). A count change is one
+/// compare-and-swap of the whole word while the lock is free, so no
 /// lockless change ever lands while the lock is held (the count is frozen
 /// under it: [`RawLockRefExact`](crate::RawLockRefExact)). The contention
 /// [`Policy`] `P` decides how the loop waits, within its bound, before the
-/// operation is done under the lock. Without a 64-bit compare-and-swap
-/// ([`LOCKLESS`] is `false`) every operation takes the lock.
+/// operation is done under the lock; the [`Park`] `K` decides where a lock
+/// waiter sleeps once spinning no longer pays (with `std`,
+/// [`ParkingLot`](crate::park::ParkingLot); without, it spins). Without a
+/// 64-bit compare-and-swap ([`LOCKLESS`] is `false`) every operation takes
+/// the lock.
 ///
 /// ```
 /// use lockref::{policy::ExpBackoff, CasWord, LockRef};
@@ -94,19 +98,19 @@ pub(crate) enum Attempt {
 /// r.get();
 /// assert_eq!(r.count(), Some(2));
 /// ```
-pub struct CasWord<P: Policy = DefaultPolicy> {
+pub struct CasWord<P: Policy = DefaultPolicy, K: Park = DefaultPark> {
     word: Word,
     stats: Stats,
-    _policy: PhantomData<fn() -> P>,
+    _policy: PhantomData<fn() -> (P, K)>,
 }
 
-impl<P: Policy> CasWord<P> {
+impl<P: Policy, K: Park> CasWord<P, K> {
     crate::sync::const_fn! {
         /// Unlocked, with one reference (`lockref_init`). A `const fn`
         /// (except under `--cfg lockref_loom`).
         #[inline]
         pub fn new() -> Self {
-            Self::at_ticket(1, 0)
+            Self::at_count(1)
         }
     }
 
@@ -122,17 +126,17 @@ impl<P: Policy> CasWord<P> {
             if count > crate::SATURATED {
                 return Err(CountError::OutOfRange);
             }
-            Ok(Self::at_ticket(count as i32, 0))
+            Ok(Self::at_count(count as i32))
         }
     }
 
     crate::sync::const_fn! {
-        /// Unlocked with `count`, the next ticket to draw being `ticket`:
-        /// lets tests cross the ticket wrap without 65 536 lock cycles.
+        /// Unlocked with `count` (any value of the count half: tests make
+        /// dead words with it).
         #[inline]
-        pub(crate) fn at_ticket(count: i32, ticket: u16) -> Self {
+        pub(crate) fn at_count(count: i32) -> Self {
             Self {
-                word: Word::new(count, ticket),
+                word: Word::new(count),
                 stats: Stats::new(),
                 _policy: PhantomData,
             }
@@ -170,22 +174,16 @@ impl<P: Policy> CasWord<P> {
         self.stats.reset();
     }
 
-    /// `(owner, next)` of the lock half now (white-box tests).
+    /// Whether the lock reads held now (white-box tests).
     #[cfg(any(test, lockref_white_box))]
-    pub(crate) fn ticket_state(&self) -> (u16, u16) {
-        ticket::owner_and_next(self.word.lock_word())
+    pub(crate) fn lock_is_held(&self) -> bool {
+        lock::is_held(self.word.lock_word())
     }
 
-    /// See [`ticket::draw_tickets`].
+    /// Whether the lock half flags a sleeper now (white-box tests).
     #[cfg(any(test, lockref_white_box))]
-    pub(crate) fn draw_tickets(&self, n: u16) {
-        ticket::draw_tickets(self.word.lock_word(), n);
-    }
-
-    /// See [`ticket::return_tickets`].
-    #[cfg(any(test, lockref_white_box))]
-    pub(crate) fn return_tickets(&self, n: u16) {
-        ticket::return_tickets(self.word.lock_word(), n);
+    pub(crate) fn flags_a_sleeper(&self) -> bool {
+        lock::flags_a_sleeper(self.word.lock_word())
     }
 
     /// A snapshot of the count.
@@ -210,34 +208,33 @@ impl<P: Policy> CasWord<P> {
 
     /// Takes the lock and counts the acquisition.
     #[inline]
-    fn acquire(&self) -> u16 {
-        let ticket = ticket::lock(self.word.lock_word());
+    fn acquire(&self) {
+        lock::lock::<_, K>(self.word.lock_word());
         self.stats.record(Event::LockAcquired);
-        ticket
     }
 
-    /// Releases the lock held with `ticket`.
+    /// Releases the lock.
     #[inline]
-    pub(crate) fn release_lock(&self, ticket: u16) {
-        ticket::unlock(self.word.lock_word(), ticket);
+    pub(crate) fn release_lock(&self) {
+        lock::unlock::<_, K>(self.word.lock_word());
     }
 
-    /// `spin_lock`: waits in line for the lock. Returns the ticket.
+    /// `spin_lock`: waits for the lock (spinning, then sleeping in `K`).
     #[inline]
-    pub(crate) fn acquire_lock(&self) -> u16 {
+    pub(crate) fn acquire_lock(&self) {
         self.stats.record(Event::Operation);
-        self.acquire()
+        self.acquire();
     }
 
     /// `spin_trylock`: the lock if it is free now.
     #[inline]
-    pub(crate) fn try_acquire_lock(&self) -> Option<u16> {
+    pub(crate) fn try_acquire_lock(&self) -> bool {
         self.stats.record(Event::Operation);
-        let ticket = ticket::try_lock(self.word.lock_word());
-        if ticket.is_some() {
+        let taken = lock::try_lock(self.word.lock_word());
+        if taken {
             self.stats.record(Event::LockAcquired);
         }
-        ticket
+        taken
     }
 
     // ----- lockref_get -----
@@ -309,7 +306,7 @@ impl<P: Policy> CasWord<P> {
     #[inline(never)]
     fn get_at_least_locked(&self, min: i32) -> bool {
         self.stats.record(Event::Fallback);
-        let ticket = self.acquire();
+        self.acquire();
         let count = self.word.count_locked();
         let taken = match incremented(count) {
             Some(new) if count >= min => {
@@ -318,7 +315,7 @@ impl<P: Policy> CasWord<P> {
             }
             _ => false,
         };
-        self.release_lock(ticket);
+        self.release_lock();
         taken
     }
 
@@ -370,10 +367,10 @@ impl<P: Policy> CasWord<P> {
     // ----- lockref_put_or_lock, and its n-reference form -----
 
     /// Drops `n` references if more than `n` are held (or the count is
-    /// saturated); else returns the ticket with the lock held and nothing
+    /// saturated); else returns `Some` with the lock held and nothing
     /// changed, for the caller to decide with the exact count.
     #[inline]
-    pub(crate) fn put_many_or_take_lock(&self, n: u32) -> Option<u16> {
+    pub(crate) fn put_many_or_take_lock(&self, n: u32) -> Option<()> {
         self.stats.record(Event::Operation);
         if n == 0 || n >= crate::SATURATED {
             // Nothing to drop, or more than a live count can hold: decide
@@ -405,21 +402,21 @@ impl<P: Policy> CasWord<P> {
     /// [`put_many_or_take_lock`](Self::put_many_or_take_lock) under the lock.
     #[cold]
     #[inline(never)]
-    fn put_many_under_lock(&self, n: u32) -> Option<u16> {
+    fn put_many_under_lock(&self, n: u32) -> Option<()> {
         self.stats.record(Event::Fallback);
-        let ticket = self.acquire();
+        self.acquire();
         let count = self.word.count_locked();
         if count == SATURATED && n > 0 {
             // Saturated: the references dropped, the count stays.
-            self.release_lock(ticket);
+            self.release_lock();
             return None;
         }
         if n > 0 && count > 0 && count as u32 > n {
             self.word.set_count_locked(count, count - n as i32);
-            self.release_lock(ticket);
+            self.release_lock();
             return None;
         }
-        Some(ticket)
+        Some(())
     }
 }
 

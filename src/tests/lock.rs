@@ -1,5 +1,5 @@
-//! The lock: try_lock, get_mut, the ticket wrap, Debug, and lockless
-//! operations against a held lock.
+//! The lock: try_lock, get_mut, Debug, and lockless operations against a
+//! held lock. Its waiters' sleep is `tests::park`.
 
 use std::format;
 use std::sync::mpsc;
@@ -19,42 +19,6 @@ fn try_lock_and_get_mut() {
     drop(g);
     assert!(r.try_lock().is_some());
     assert_eq!(r.count(), Some(1));
-}
-
-#[test]
-fn ticket_wrap_keeps_count_and_lock() {
-    // Start two tickets below the 16-bit wrap and cross it with every kind
-    // of lock use, with counts that force a borrow (0 <-> 1) in between.
-    for start in [0xfffd_u16, 0xfffe, 0xffff] {
-        let r = LockRef::<u32>::at_ticket(0, 1, start);
-        for i in 0..6 {
-            let mut g = r.lock();
-            *g += 1;
-            g.decrement().unwrap();
-            g.increment().unwrap();
-            drop(g);
-            let g = r.try_lock().expect("free after unlock");
-            drop(g);
-            assert!(r.get_not_zero(), "iteration {i}");
-            assert!(matches!(r.put_or_lock(), PutOrLock::Put));
-            assert_eq!(r.count(), Some(1), "iteration {i}");
-        }
-        assert_eq!(*r.lock(), 6);
-    }
-}
-
-#[test]
-fn ticket_wrap_with_a_waiter() {
-    // A second thread queues behind the holder exactly at the wrap.
-    let r = LockRef::<u32>::at_ticket(0, 1, 0xffff);
-    let g = r.lock();
-    thread::scope(|s| {
-        s.spawn(|| *r.lock() += 1);
-        // The waiter can only finish after we unlock, whenever it runs.
-        drop(g);
-    });
-    assert_eq!(*r.lock(), 1);
-    assert!(r.try_lock().is_some());
 }
 
 #[test]
@@ -109,45 +73,6 @@ fn two_shared_derefs_of_one_guard() {
     let shown = format!("{guard:?}");
     assert_eq!(*a + *b, 10);
     assert!(shown.contains('5'));
-}
-
-/// With every ticket out (one holder and 65 534 waiters), another locker
-/// waits without drawing: `next` never wraps onto `owner`, so the word
-/// never reads unlocked while held (before the cap, it did, and `try_lock`
-/// then handed out a second guard). White-box: the waiters' tickets are
-/// drawn directly.
-#[test]
-fn a_locker_past_the_ticket_cap_waits_without_drawing() {
-    // On the heap and `'static`, so that a failure can panic without
-    // joining a locker that may never get the lock (it is leaked then).
-    let raw = std::boxed::Box::into_raw(std::boxed::Box::new(LockRef::new(0_u32)));
-    // SAFETY: freed only at the end, after the locker is joined.
-    let r: &'static LockRef<u32> = unsafe { &*raw };
-    let held = r.lock();
-    let first = r.ticket_state();
-    // The holder's ticket is out; draw the rest for waiters that never come.
-    r.draw_tickets(u16::MAX - 1);
-    let capped = (first.0, first.0.wrapping_add(u16::MAX));
-    assert_eq!(r.ticket_state(), capped);
-    let locker = thread::spawn(move || *r.lock() += 1);
-    for _ in 0..super::ITERS {
-        if let Some(second) = r.try_lock() {
-            core::mem::forget(second);
-            panic!("the lock reads free while held: a second guard");
-        }
-        assert_eq!(r.ticket_state(), capped, "a ticket drawn past the cap");
-        thread::yield_now();
-    }
-    // Serve the holder's ticket and the phantom waiters': the locker
-    // draws the last one and gets the lock.
-    core::mem::forget(held);
-    r.return_tickets(u16::MAX);
-    locker.join().unwrap();
-    assert_eq!(*r.lock(), 1);
-    let (owner, next) = r.ticket_state();
-    assert_eq!(owner, next, "unlocked, every ticket served");
-    // SAFETY: the locker is joined; nothing uses `r` after this.
-    drop(unsafe { std::boxed::Box::from_raw(raw) });
 }
 
 /// A policy that never falls back to the lock (it waits while the lock is

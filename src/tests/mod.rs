@@ -15,6 +15,7 @@ mod counted;
 mod freed_under_a_call;
 mod lock;
 mod operations;
+mod park;
 mod release;
 mod revive;
 #[cfg(feature = "stats")]
