@@ -41,7 +41,7 @@
 //! | [`Options`], [`HostInodes`] | `options.rs` |
 //! | extended attributes and POSIX ACLs | `xattr.rs` |
 //! | fallocate, `SEEK_DATA`/`SEEK_HOLE`, copy_file_range | `ranges.rs` |
-//! | [`RequestMix`]: the tables' share of requests, for measurements | `workload.rs` |
+//! | [`RequestMix`], [`HotInode`]: the tables' share of requests, for measurements | `workload.rs` |
 
 #[cfg(feature = "server")]
 mod creds;
@@ -91,4 +91,4 @@ pub use crate::options::{HostInodes, Options};
 pub use crate::server::Server;
 pub use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 pub use crate::virtiofsd_inodes::{VirtiofsdInode, VirtiofsdTable};
-pub use crate::workload::RequestMix;
+pub use crate::workload::{HotInode, RequestMix};

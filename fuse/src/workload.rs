@@ -71,3 +71,63 @@ impl<T: InodeTable> Default for RequestMix<T> {
         Self::new()
     }
 }
+
+/// Every thread on one hot directory and one hot file whose entries cycle
+/// through zero: per iteration a `LOOKUP` of the directory, a `GETATTR`
+/// of it, a `LOOKUP` of the file, a `GETATTR` of it, then the `FORGET` of
+/// the file and of the directory. Nothing else holds them, so a thread
+/// alone gives back the kernel's last reference at each `FORGET` (the
+/// entry's last put takes its lock, and the next `LOOKUP` makes it again);
+/// with threads beside it, the entries' counts rise and fall around zero.
+/// The host inodes are file handles with no descriptor (no system call),
+/// so the table's own work is what is measured.
+pub struct HotInode<T: InodeTable> {
+    table: T,
+    dir: Key,
+    file: Key,
+}
+
+/// A host inode that costs no system call: a file handle, not opened.
+fn unopened_handle() -> HostInode {
+    HostInode::Handle {
+        handle: crate::host_inode::FileHandleBytes::new(0, &[]),
+        slot: std::sync::Arc::default(),
+    }
+}
+
+impl<T: InodeTable> HotInode<T> {
+    /// The table with the root only.
+    pub fn new() -> Self {
+        HotInode {
+            table: T::new(setup_fd(), Key { dev: 0, ino: 1 }),
+            dir: Key { dev: 0, ino: 2 },
+            file: Key { dev: 0, ino: 3 },
+        }
+    }
+
+    /// One iteration; panics if the table lost an inode it must hold.
+    #[inline]
+    pub fn run_once(&self) {
+        let dir = self.table.lookup(self.dir, unopened_handle);
+        drop(self.table.get(dir).expect("the kernel holds the directory"));
+        let file = self.table.lookup(self.file, unopened_handle);
+        drop(self.table.get(file).expect("the kernel holds the file"));
+        self.table
+            .forget(file, 1)
+            .expect("the kernel held the file");
+        self.table
+            .forget(dir, 1)
+            .expect("the kernel held the directory");
+    }
+
+    /// Whether every lookup was forgotten: the root alone is left.
+    pub fn is_balanced(&self) -> bool {
+        self.table.only_root()
+    }
+}
+
+impl<T: InodeTable> Default for HotInode<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}

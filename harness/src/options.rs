@@ -22,6 +22,8 @@ pub struct Options {
     pub warmup: Duration,
     /// Pin each worker to its own allowed CPU (the default).
     pub pin: bool,
+    /// Busy neighbour threads beside the workers.
+    pub background: usize,
     /// Runs per configuration; the median (by total ops/s) is reported.
     pub repeat: usize,
     /// Per-tick progress lines.
@@ -135,6 +137,11 @@ struct Cli {
     /// siblings, as will-it-scale does; a failed pin is an error).
     #[arg(long)]
     no_pin: bool,
+    /// Busy neighbours: N threads that spin on arithmetic beside the
+    /// workers for each run, unpinned, at the workers' priority (a server
+    /// host is rarely idle).
+    #[arg(long, default_value = "0", value_name = "N")]
+    background: usize,
     /// Runs per configuration; the median is reported.
     #[arg(short = 'r', long, value_parser = repeat_count, default_value = "1", value_name = "N")]
     repeat: usize,
@@ -221,6 +228,7 @@ impl Options {
             duration: cli.duration,
             warmup: cli.warmup,
             pin: !cli.no_pin,
+            background: cli.background,
             repeat: cli.repeat,
             progress: !cli.quiet,
             csv: cli.csv,
@@ -243,6 +251,7 @@ impl Options {
             duration: self.duration,
             warmup: self.warmup,
             pin: self.pin,
+            background: self.background,
             progress: self.progress,
         }
     }

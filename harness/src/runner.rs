@@ -20,6 +20,8 @@ pub struct RunConfig {
     /// Pin worker `i` to the `i`-th CPU of [`cpus::worker_cpus`]
     /// (around again past the last).
     pub pin: bool,
+    /// Busy neighbour threads that spin beside the workers, unpinned.
+    pub background: usize,
     /// Print the per-tick min/max/total lines.
     pub progress: bool,
 }
@@ -104,6 +106,20 @@ where
         Vec::new()
     };
     let result = thread::scope(|s| {
+        for _ in 0..cfg.background {
+            let stop = &stop;
+            s.spawn(move || {
+                let mut x = 1_u64;
+                // Relaxed: the flag only ends the loop.
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..1024 {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1),
+                        );
+                    }
+                }
+            });
+        }
         for t in 0..threads {
             let (counters, stop, failure, make, body) = (&counters, &stop, &failure, &make, &body);
             let cpu = (!placement.is_empty()).then(|| placement[t % placement.len()]);

@@ -4,7 +4,7 @@
 use lockref::policy::{ExpBackoff, KernelRetry, WaitUnlock};
 use lockref::CasWord;
 use lockref_dcache::{Config, Dcache, Errno, OpenFlags, Variants};
-use lockref_fuse::{DashmapTable, LockrefTable, RequestMix, VirtiofsdTable};
+use lockref_fuse::{DashmapTable, HotInode, LockrefTable, RequestMix, VirtiofsdTable};
 use lockref_measure::layout::{DentryLayout, LookupLine, OwnLine};
 use lockref_measure::{AddWordGetPut, Floor, GetPut, LockRefGetPut};
 
@@ -35,10 +35,14 @@ pub enum Testcase {
     /// The FUSE inode table's share of a LOOKUP, OPEN, READ, RELEASE and
     /// FORGET on one shared file: virtiofsd's table against lockref's.
     Inodes,
+    /// Every thread on one hot directory and file whose entries cycle
+    /// through zero (LOOKUP, GETATTR of each, FORGET of each): the last
+    /// put takes the entry's lock, which convoys if its waiters spin.
+    HotInode,
 }
 
 /// Every testcase, in the order the summary lists them.
-pub const ALL: [Testcase; 9] = [
+pub const ALL: [Testcase; 10] = [
     Testcase::Open3,
     Testcase::Open1,
     Testcase::OpenNeg,
@@ -48,6 +52,7 @@ pub const ALL: [Testcase; 9] = [
     Testcase::Stat2,
     Testcase::Lockref,
     Testcase::Inodes,
+    Testcase::HotInode,
 ];
 
 impl Testcase {
@@ -63,6 +68,7 @@ impl Testcase {
             Testcase::Stat2 => "stat2",
             Testcase::Lockref => "lockref",
             Testcase::Inodes => "inodes",
+            Testcase::HotInode => "hotinode",
         }
     }
 
@@ -87,7 +93,7 @@ impl Testcase {
                 "ExpBackoff",
                 "fetch_add word",
             ],
-            Testcase::Inodes => &["virtiofsd", "lockref", "dashmap"],
+            Testcase::Inodes | Testcase::HotInode => &["virtiofsd", "lockref", "dashmap"],
         }
     }
 
@@ -103,6 +109,7 @@ impl Testcase {
             Testcase::Stat2 => "lookup + release of one name, lockref in its own cache line or in the lookup's",
             Testcase::Lockref => "get + put on one shared lockref: the fetch_add floor, each policy, the fetch_add word",
             Testcase::Inodes => "the FUSE inode table's share of LOOKUP/OPEN/READ/RELEASE/FORGET: virtiofsd-style vs lockref vs dashmap",
+            Testcase::HotInode => "one hot directory and file cycling through zero (LOOKUP, GETATTR, FORGET): virtiofsd-style vs lockref vs dashmap",
         }
     }
 
@@ -118,6 +125,7 @@ impl Testcase {
             Testcase::Stat2 => "+55% (d_lockref move)",
             Testcase::Lockref => "",
             Testcase::Inodes => "FUSE client (lockref-fuse)",
+            Testcase::HotInode => "no convoy past the CPU count",
         }
     }
 
@@ -181,6 +189,11 @@ impl Testcase {
                 0 => State::VirtiofsdInodes(RequestMix::new()),
                 1 => State::LockrefInodes(RequestMix::new()),
                 _ => State::DashmapInodes(RequestMix::new()),
+            },
+            Testcase::HotInode => match variant {
+                0 => State::VirtiofsdHot(HotInode::new()),
+                1 => State::LockrefHot(HotInode::new()),
+                _ => State::DashmapHot(HotInode::new()),
             },
         }
     }
@@ -270,6 +283,9 @@ impl Worker<'_> {
             (Testcase::Inodes, State::VirtiofsdInodes(m)) => m.run_once(),
             (Testcase::Inodes, State::LockrefInodes(m)) => m.run_once(),
             (Testcase::Inodes, State::DashmapInodes(m)) => m.run_once(),
+            (Testcase::HotInode, State::VirtiofsdHot(m)) => m.run_once(),
+            (Testcase::HotInode, State::LockrefHot(m)) => m.run_once(),
+            (Testcase::HotInode, State::DashmapHot(m)) => m.run_once(),
             _ => return Err(Errno::Inval),
         }
         Ok(())
@@ -315,6 +331,12 @@ pub enum State {
     LockrefInodes(RequestMix<LockrefTable>),
     /// The FUSE inode table on `dashmap`'s sharded maps.
     DashmapInodes(RequestMix<DashmapTable>),
+    /// The hot inode on the virtiofsd-style table.
+    VirtiofsdHot(HotInode<VirtiofsdTable>),
+    /// The hot inode on the lockref table.
+    LockrefHot(HotInode<LockrefTable>),
+    /// The hot inode on the dashmap table.
+    DashmapHot(HotInode<DashmapTable>),
 }
 
 impl State {

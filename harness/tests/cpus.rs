@@ -48,6 +48,7 @@ fn pinning_uses_allowed_cpus_and_a_failed_pin_is_an_error() {
             duration: Duration::from_millis(5),
             warmup: Duration::ZERO,
             pin: true,
+            background: 0,
             progress: false
         },
         &mut Vec::new(),

@@ -313,6 +313,7 @@ fn a_failing_body_is_an_error_not_a_panic() {
         duration: Duration::from_millis(20),
         warmup: Duration::ZERO,
         pin: false,
+        background: 0,
         progress: false,
     };
     let r: Result<Measurement, RunError> = runner::run(
