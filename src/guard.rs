@@ -8,8 +8,8 @@ use core::ops::{Deref, DerefMut};
 
 use crate::error::CountError;
 use crate::lockref::LockRef;
+use crate::raw::raw_lockref::{RawLockRef, RawLockRefExact};
 use crate::raw::CasWord;
-use crate::raw_lockref::{RawLockRef, RawLockRefExact};
 use crate::sync::MutPtr;
 
 /// What [`LockRef::put_or_lock`] did.
@@ -328,7 +328,7 @@ impl<T, W: RawLockRef> Drop for LockRefGuard<'_, T, W> {
 impl<T: fmt::Debug, W: RawLockRef> fmt::Debug for LockRefGuard<'_, T, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockRefGuard")
-            .field("count", &crate::count::ShowCount(self.count()))
+            .field("count", &crate::raw::count::ShowCount(self.count()))
             .field("data", &**self)
             .finish()
     }

@@ -131,7 +131,6 @@
 #[cfg(any(feature = "std", test, lockref_loom))]
 extern crate std;
 
-mod count;
 mod counted;
 mod error;
 mod guard;
@@ -139,9 +138,7 @@ mod last_put;
 mod lockref;
 pub mod park;
 mod path_ref;
-pub mod policy;
 mod raw;
-mod raw_lockref;
 mod ref_counted;
 mod stats;
 mod sync;
@@ -149,14 +146,15 @@ mod unopened;
 #[cfg(any(test, lockref_white_box))]
 mod white_box;
 
-pub use crate::count::SATURATED;
 pub use crate::counted::CountedRef;
 pub use crate::error::{CountError, PutError};
 pub use crate::guard::{LockRefGuard, PutOrLock};
 pub use crate::lockref::LockRef;
 pub use crate::path_ref::PathRef;
+pub use crate::raw::count::SATURATED;
+pub use crate::raw::policy;
+pub use crate::raw::raw_lockref::{RawLockRef, RawLockRefExact};
 pub use crate::raw::{CasWord, LOCKLESS};
-pub use crate::raw_lockref::{RawLockRef, RawLockRefExact};
 pub use crate::ref_counted::{Fate, RefCounted};
 #[cfg(feature = "stats")]
 pub use crate::stats::StatsSnapshot;

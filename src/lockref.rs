@@ -4,8 +4,8 @@ use core::fmt;
 
 use crate::error::{CountError, PutError};
 use crate::guard::{LockRefGuard, PutOrLock};
+use crate::raw::raw_lockref::{RawLockRef, RawLockRefExact};
 use crate::raw::CasWord;
-use crate::raw_lockref::{RawLockRef, RawLockRefExact};
 use crate::sync::UnsafeCell;
 
 /// A spinlock and a reference count in one 64-bit word `W`, and a `T` that
@@ -16,7 +16,7 @@ use crate::sync::UnsafeCell;
 /// locklessly while the lock is free: one compare-and-swap of the whole
 /// word per attempt, so a count change never happens while the lock is
 /// held. When the lock is held, or the compare-and-swap keeps failing (the
-/// word's [`Policy`](crate::policy::Policy) decides how to wait, within a
+/// word's [`Policy`](crate::raw::policy::Policy) decides how to wait, within a
 /// bound), the same operation is done under the lock. The lock is held
 /// through a [`LockRefGuard`] that also reads and writes the count; a
 /// waiter spins a short while, then sleeps in the word's
@@ -477,7 +477,7 @@ impl<T: Default, W: RawLockRef + Default> Default for LockRef<T, W> {
 impl<T: fmt::Debug, W: RawLockRef> fmt::Debug for LockRef<T, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("LockRef");
-        d.field("count", &crate::count::ShowCount(self.count()));
+        d.field("count", &crate::raw::count::ShowCount(self.count()));
         match self.try_lock() {
             Some(guard) => d.field("data", &&*guard),
             None => d.field("data", &format_args!("<locked>")),

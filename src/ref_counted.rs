@@ -8,7 +8,7 @@ use core::ptr::NonNull;
 use crate::counted::CountedRef;
 use crate::guard::LockRefGuard;
 use crate::lockref::LockRef;
-use crate::raw_lockref::RawLockRef;
+use crate::raw::raw_lockref::RawLockRef;
 
 /// What becomes of an object whose last reference went, decided by
 /// [`RefCounted::last_put`] under the object's lock.

@@ -3,7 +3,7 @@
 //! the API does not show. Not part of the API.
 
 use crate::park::Park;
-use crate::policy::Policy;
+use crate::raw::policy::Policy;
 use crate::raw::CasWord;
 use crate::LockRef;
 

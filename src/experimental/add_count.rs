@@ -6,7 +6,7 @@
 pub(super) const BIAS: u32 = 1 << 30;
 /// The lowest saturated count: the crate's one `SATURATED`, which the
 /// regions below are laid out around.
-pub(super) use crate::count::SATURATED;
+pub(super) use crate::raw::count::SATURATED;
 const _: () = assert!(SATURATED == 1 << 29 && BIAS + SATURATED < DEAD_LOW);
 /// The lowest stored value that reads as dead: the dead region is
 /// `DEAD_LOW ..= u32::MAX`.

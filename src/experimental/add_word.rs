@@ -6,11 +6,11 @@
 use core::fmt;
 
 use super::add_count::{decode, reported, Count, BIAS, COUNT_MASK, DEAD_STORED, SATURATED_STORED};
-use crate::count::SATURATED;
 use crate::error::{CountError, PutError};
 use crate::park::DefaultPark;
+use crate::raw::count::SATURATED;
 use crate::raw::lock;
-use crate::raw_lockref::RawLockRef;
+use crate::raw::raw_lockref::RawLockRef;
 use crate::sync::{acquire_fence_after, spin_loop, AtomicU64, Ordering};
 
 /// The `fetch_add` word (research, feature `unstable-add-word`): `get`,
@@ -451,7 +451,10 @@ unsafe impl RawLockRef for AddWord {
 impl fmt::Debug for AddWord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AddWord")
-            .field("count", &crate::count::ShowCount(RawLockRef::count(self)))
+            .field(
+                "count",
+                &crate::raw::count::ShowCount(RawLockRef::count(self)),
+            )
             .finish_non_exhaustive()
     }
 }

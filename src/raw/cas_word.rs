@@ -10,9 +10,9 @@
 
 use super::lock::{self, LockWord};
 use super::Attempt;
-use crate::count::SATURATED_I32 as SATURATED;
 use crate::error::PutError;
-use crate::policy::Policy;
+use crate::raw::count::SATURATED_I32 as SATURATED;
+use crate::raw::policy::Policy;
 use crate::stats::{Event, Stats};
 use crate::sync::{AtomicU64, Ordering};
 

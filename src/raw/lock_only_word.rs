@@ -11,7 +11,7 @@
 use super::lock;
 use super::Attempt;
 use crate::error::PutError;
-use crate::policy::Policy;
+use crate::raw::policy::Policy;
 use crate::stats::Stats;
 use crate::sync::{AtomicI32, AtomicU32, Ordering};
 

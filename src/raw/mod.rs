@@ -2,7 +2,7 @@
 //! without the data. Each operation is its lockless attempt followed,
 //! beside it, by its locked version, as in the kernel's `lib/lockref.c`.
 //! Its [`RawLockRef`](crate::RawLockRef) and
-//! [`RawLockRefExact`](crate::RawLockRefExact) impls are in `contract.rs`.
+//! [`RawLockRefExact`](crate::RawLockRefExact) impls, which are its operations, are in `operations.rs`.
 //!
 //! The word is chosen here, once, as the kernel chooses with
 //! `CONFIG_ARCH_USE_CMPXCHG_LOCKREF`: with a 64-bit compare-and-swap, count
@@ -28,15 +28,16 @@
 
 use core::marker::PhantomData;
 
-use crate::count::{incremented, SATURATED_I32 as SATURATED};
 use crate::error::{CountError, PutError};
 use crate::park::{DefaultPark, Park};
-use crate::policy::{DefaultPolicy, Policy};
-use crate::stats::{Event, Stats};
-use crate::sync::{acquire_fence_after, Ordering};
+use crate::raw::policy::{DefaultPolicy, Policy};
+use crate::stats::Stats;
 
-mod contract;
+pub(crate) mod count;
 pub(crate) mod lock;
+mod operations;
+pub mod policy;
+pub(crate) mod raw_lockref;
 
 cfg_if::cfg_if! {
     // The one place the build's word is chosen.
@@ -185,246 +186,4 @@ impl<P: Policy, K: Park> CasWord<P, K> {
     pub(crate) fn flags_a_sleeper(&self) -> bool {
         lock::flags_a_sleeper(self.word.lock_word())
     }
-
-    /// A snapshot of the count.
-    #[inline]
-    pub(crate) fn snapshot(&self) -> i32 {
-        self.word.count()
-    }
-
-    /// The count; only meaningful with the lock held.
-    #[inline]
-    pub(crate) fn count_under_lock(&self) -> i32 {
-        self.word.count_locked()
-    }
-
-    /// Changes the count from `old` (its value now) to `new`; lock held.
-    #[inline]
-    pub(crate) fn set_count_under_lock(&self, old: i32, new: i32) {
-        self.word.set_count_locked(old, new);
-    }
-
-    // ----- the lock -----
-
-    /// Takes the lock and counts the acquisition.
-    #[inline]
-    fn acquire(&self) {
-        lock::lock::<_, K>(self.word.lock_word());
-        self.stats.record(Event::LockAcquired);
-    }
-
-    /// Releases the lock.
-    #[inline]
-    pub(crate) fn release_lock(&self) {
-        lock::unlock::<_, K>(self.word.lock_word());
-    }
-
-    /// `spin_lock`: waits for the lock (spinning, then sleeping in `K`).
-    #[inline]
-    pub(crate) fn acquire_lock(&self) {
-        self.stats.record(Event::Operation);
-        self.acquire();
-    }
-
-    /// `spin_trylock`: the lock if it is free now.
-    #[inline]
-    pub(crate) fn try_acquire_lock(&self) -> bool {
-        self.stats.record(Event::Operation);
-        let taken = lock::try_lock(self.word.lock_word());
-        if taken {
-            self.stats.record(Event::LockAcquired);
-        }
-        taken
-    }
-
-    // ----- lockref_get -----
-
-    /// Takes a reference the caller already holds one of. Panics if dead.
-    #[inline]
-    pub(crate) fn take_ref(&self) {
-        self.stats.record(Event::Operation);
-        // Relaxed: the caller holds a reference, which keeps the object
-        // alive; a new reference derived from it needs no ordering (as
-        // `Arc::clone`).
-        match self.word.attempt::<P>(&self.stats, Ordering::Relaxed, 1, 0) {
-            Attempt::Swapped(_) => self.stats.record(Event::Lockless),
-            // Saturated: stays. Otherwise dead.
-            Attempt::CountOutOfRange(count) => {
-                self.stats.record(Event::Lockless);
-                if count != SATURATED {
-                    get_on_dead();
-                }
-            }
-            Attempt::GaveUp(_) => self.get_locked(),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn get_locked(&self) {
-        if !self.get_at_least_locked(0) {
-            get_on_dead();
-        }
-    }
-
-    // ----- lockref_get_not_zero, lockref_get_not_dead -----
-
-    /// Takes a reference if the count is at least `min` (1 for
-    /// `get_not_zero`, 0 for `get_not_dead`).
-    #[inline]
-    pub(crate) fn take_ref_if_at_least(&self, min: i32) -> bool {
-        self.stats.record(Event::Operation);
-        // Acquire on success: the caller may have found the object without
-        // holding a reference (a lookup) and will read it; this makes the
-        // writes before the last unlock (or the last release of the count)
-        // visible.
-        match self
-            .word
-            .attempt::<P>(&self.stats, Ordering::Acquire, 1, min)
-        {
-            Attempt::Swapped(_) => {
-                self.stats.record(Event::Lockless);
-                true
-            }
-            Attempt::CountOutOfRange(count) => {
-                self.stats.record(Event::Lockless);
-                if count == SATURATED {
-                    // Saturated: a reference without a write, with the
-                    // Acquire the compare-and-swap would have given.
-                    acquire_fence_after!(self.word.lock_word());
-                    true
-                } else {
-                    false
-                }
-            }
-            Attempt::GaveUp(_) => self.get_at_least_locked(min),
-        }
-    }
-
-    /// [`take_ref_if_at_least`](Self::take_ref_if_at_least) under the lock.
-    #[cold]
-    #[inline(never)]
-    fn get_at_least_locked(&self, min: i32) -> bool {
-        self.stats.record(Event::Fallback);
-        self.acquire();
-        let count = self.word.count_locked();
-        let taken = match incremented(count) {
-            Some(new) if count >= min => {
-                self.word.set_count_locked(count, new);
-                true
-            }
-            _ => false,
-        };
-        self.release_lock();
-        taken
-    }
-
-    // ----- lockref_put_return -----
-
-    /// Drops a reference without ever taking the lock: the new count, or
-    /// why not (nothing changed).
-    #[inline]
-    pub(crate) fn put_lockless(&self) -> Result<u32, PutError> {
-        self.stats.record(Event::Operation);
-        // Counted before the releasing compare-and-swap (see the module
-        // docs), and retracted below if the attempt gives up.
-        self.stats.record(Event::Lockless);
-        // Release on success: our uses of the object happen before whoever
-        // sees the count reach zero and frees it (as `Arc::drop`).
-        match self
-            .word
-            .attempt::<P>(&self.stats, Ordering::Release, -1, 1)
-        {
-            // From here the object may be freed by another holder: nothing
-            // of it is touched again.
-            Attempt::Swapped(new) => {
-                if new == 0 {
-                    // Acquire at zero: every other holder's releasing put
-                    // happens before our return, so the caller may free.
-                    acquire_fence_after!(self.word.lock_word());
-                }
-                Ok(new as u32)
-            }
-            // Nothing was written: the caller's reference still keeps the
-            // object (the Lockless counted above stands).
-            Attempt::CountOutOfRange(count) => {
-                if count == SATURATED {
-                    Ok(crate::SATURATED)
-                } else {
-                    Err(PutError::NotPositive)
-                }
-            }
-            // No locked version: the caller decides under the lock. Nothing
-            // was written, so the object is still the caller's.
-            Attempt::GaveUp(why) => {
-                self.stats.retract(Event::Lockless);
-                self.stats.record(Event::Fallback);
-                Err(why)
-            }
-        }
-    }
-
-    // ----- lockref_put_or_lock, and its n-reference form -----
-
-    /// Drops `n` references if more than `n` are held (or the count is
-    /// saturated); else returns `Some` with the lock held and nothing
-    /// changed, for the caller to decide with the exact count.
-    #[inline]
-    pub(crate) fn put_many_or_take_lock(&self, n: u32) -> Option<()> {
-        self.stats.record(Event::Operation);
-        if n == 0 || n >= crate::SATURATED {
-            // Nothing to drop, or more than a live count can hold: decide
-            // under the lock.
-            return self.put_many_under_lock(n);
-        }
-        let n = n as i32;
-        // Counted before the releasing compare-and-swap, as in
-        // `put_return`.
-        self.stats.record(Event::Lockless);
-        // Release on success: as `put_return`. When the lock is taken, its
-        // Acquire orders what follows.
-        match self
-            .word
-            .attempt::<P>(&self.stats, Ordering::Release, -n, n + 1)
-        {
-            // Swapped: the references are given up and the object is no
-            // longer ours to touch. Saturated: nothing was written, and a
-            // saturated object is never freed.
-            Attempt::Swapped(_) | Attempt::CountOutOfRange(SATURATED) => None,
-            Attempt::CountOutOfRange(_) | Attempt::GaveUp(_) => {
-                // Nothing was written: the references are still ours.
-                self.stats.retract(Event::Lockless);
-                self.put_many_under_lock(n as u32)
-            }
-        }
-    }
-
-    /// [`put_many_or_take_lock`](Self::put_many_or_take_lock) under the lock.
-    #[cold]
-    #[inline(never)]
-    fn put_many_under_lock(&self, n: u32) -> Option<()> {
-        self.stats.record(Event::Fallback);
-        self.acquire();
-        let count = self.word.count_locked();
-        if count == SATURATED && n > 0 {
-            // Saturated: the references dropped, the count stays.
-            self.release_lock();
-            return None;
-        }
-        if n > 0 && count > 0 && count as u32 > n {
-            self.word.set_count_locked(count, count - n as i32);
-            self.release_lock();
-            return None;
-        }
-        Some(())
-    }
-}
-
-/// The panic for `get` on a dead object: granting a reference to an object
-/// being torn down would be a use-after-free.
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn get_on_dead() -> ! {
-    panic!("LockRef::get on a dead object (use get_not_dead where death is possible)")
 }

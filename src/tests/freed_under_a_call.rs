@@ -83,7 +83,7 @@ fn every_size_and_alignment<W: RawLockRef>() {
 #[test]
 fn a_lockref_may_be_freed_under_a_call_for_data_of_every_size_and_alignment() {
     every_size_and_alignment::<CasWord>();
-    every_size_and_alignment::<CasWord<crate::policy::ExpBackoff>>();
+    every_size_and_alignment::<CasWord<crate::raw::policy::ExpBackoff>>();
     #[cfg(all(
         feature = "unstable-add-word",
         target_has_atomic = "64",

@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::thread;
 
 use super::*;
-use crate::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
+use crate::raw::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
 use crate::{LockRef, PutOrLock};
 
 #[test]

@@ -2,7 +2,7 @@
 //! saturated, zero), the ticket wrap, and bounded multi-thread stress tests
 //! with exact final counts. They also run under Miri (smaller loops).
 
-use crate::policy::Policy;
+use crate::raw::policy::Policy;
 use crate::{CasWord, LockRef, RawLockRef, SATURATED};
 
 #[cfg(all(

@@ -1,7 +1,7 @@
 //! Each lockless operation in each state, and the guard's count changes.
 
 use super::*;
-use crate::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
+use crate::raw::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
 use crate::{CasWord, CountError, LockRef, PutError, PutOrLock, LOCKLESS, SATURATED};
 
 #[test]

@@ -14,7 +14,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::thread;
 use std::vec::Vec;
 
-use crate::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
+use crate::raw::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
 use crate::{
     CasWord, CountedRef, Fate, LockRef, LockRefGuard, PutError, PutOrLock, RawLockRef, RefCounted,
 };

@@ -4,7 +4,7 @@ use std::sync::mpsc;
 use std::thread;
 
 use super::*;
-use crate::policy::KernelRetry;
+use crate::raw::policy::KernelRetry;
 use crate::{LockRef, PutOrLock, LOCKLESS};
 
 use crate::StatsSnapshot;

@@ -5,7 +5,7 @@ use std::thread;
 use std::vec::Vec;
 
 use super::*;
-use crate::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
+use crate::raw::policy::{ExpBackoff, KernelRetry, Policy, WaitUnlock};
 use crate::{LockRef, PutOrLock, LOCKLESS, SATURATED};
 
 /// Concurrent gets and puts keep the count exact, for every policy.
