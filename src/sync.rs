@@ -111,10 +111,21 @@ macro_rules! acquire_fence_after {
 }
 pub(crate) use acquire_fence_after;
 
-/// How a lock waiter waits between looks at the lock: a spin hint each
-/// time, and with `std` (outside loom) a yield of the CPU once it has spun
-/// [`SpinThenYield::SPINS`] times, which bounds what a preempted holder or
-/// a waiter whose turn came costs when threads outnumber cores (crossbeam's
+/// Gives the CPU to another thread, if `std` is there to ask (outside
+/// loom); a spin hint otherwise (loom's yield under loom).
+#[inline]
+pub(crate) fn yield_cpu() {
+    #[cfg(all(any(feature = "std", test), not(lockref_loom)))]
+    std::thread::yield_now();
+    #[cfg(not(all(any(feature = "std", test), not(lockref_loom))))]
+    spin_loop();
+}
+
+/// How a lock waiter whose [`Park`](crate::park::Park) never sleeps (the
+/// `Spin` park, the `no_std` default) waits between looks at the lock: a
+/// spin hint each time, and with `std` (outside loom) a yield of the CPU
+/// once it has spun [`SpinThenYield::SPINS`] times, which bounds what a
+/// preempted holder costs when threads outnumber cores (crossbeam's
 /// `Backoff::snooze`, without the growing spin). Under loom the spin hint
 /// is loom's yield, so a model never spins forever.
 pub(crate) struct SpinThenYield {
