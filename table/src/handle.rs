@@ -13,7 +13,7 @@ use crate::node::Node;
 /// is taken and the table's `keep` decides whether the entry stays, unused
 /// and findable, or dies). A handle keeps the table's shared state alive:
 /// it may outlive the [`Table`](crate::Table) itself.
-pub struct Handle<K: Send + Sync, V: Send + Sync> {
+pub struct Handle<K, V> {
     pub(crate) counted: CountedRef<Node<K, V>>,
 }
 

@@ -2,7 +2,8 @@
 //! FUSE inode map, a virtiofsd inode store, an fd table or a name cache is,
 //! without `unsafe` for its user.
 //!
-//! See [`Table`] for the design and a runnable inode cache.
+//! See [`Table`] for the design and a runnable inode cache, and the
+//! crate's README (`table/README.md`) for when to use it and its figures.
 //!
 //! | what | how |
 //! |---|---|
@@ -33,5 +34,10 @@ mod sync;
 mod table;
 
 pub use error::TableError;
+
+// The front page's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 pub use handle::Handle;
 pub use table::{Config, Table};

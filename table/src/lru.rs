@@ -65,9 +65,21 @@ impl<K, V> Lru<K, V> {
     /// means `bound` unused nodes are listed already, and the caller kills
     /// `node` instead of keeping it, so that the bound holds at rest. The
     /// caller holds the node's lock at count zero (its last put).
+    ///
+    /// A node listed already costs no list lock, as the kernel's
+    /// `retain_dentry` tests `DCACHE_LRU_LIST` under the dentry's lock:
+    /// the flag read under the node's lock is exact, since every clearing
+    /// of it is ordered with that lock. The in-use unlisting below clears
+    /// it holding the unlisted node's lock; `pop_oldest` clears it before
+    /// its caller takes the node's lock (`kill_unused`), which then kills
+    /// a node kept at zero meanwhile; `remove` only for a dead node.
     pub(crate) fn retain(&self, node: &Node<K, V>, bound: usize) -> bool {
+        // Relaxed: under the node's lock (see above).
+        if node.flags.load(Ordering::Relaxed) & ON_LRU != 0 {
+            return true;
+        }
         let mut list = lock(&self.list);
-        // Relaxed: ON_LRU changes only under the list's lock, held.
+        // Relaxed: ON_LRU is set only under the list's lock, held.
         if node.flags.load(Ordering::Relaxed) & ON_LRU != 0 {
             return true;
         }
@@ -78,12 +90,15 @@ impl<K, V> Lru<K, V> {
             // SAFETY: listed, so live: unlisted under this lock by its
             // release, before its slot is recycled.
             let oldest = unsafe { oldest.as_ref() };
-            // Relaxed: a node's count leaves zero only by a lookup that
-            // then holds it (in use), and returns to zero only in a last
-            // put whose `retain`, after it, takes this lock: if we read it
-            // above zero, either it is in use or its last put lists it
-            // again after us.
-            if oldest.counts.lockref.count().is_some_and(|n| n > 0) {
+            // Its lock, if free: waiting for it here (holding `node`'s and
+            // the list's) could deadlock with its own last put, which
+            // holds it and waits for the list. Under it the count is
+            // exact, and the unlisting is ordered with the node's next
+            // last put, which then finds it unlisted and lists it again.
+            let Some(oldest_locked) = oldest.counts.lockref.try_lock() else {
+                break;
+            };
+            if oldest_locked.count().is_some_and(|n| n > 0) {
                 // SAFETY: listed, under the lock.
                 unsafe { Self::unlink(&mut list, oldest) };
                 self.len.fetch_sub(1, Ordering::Relaxed);
@@ -124,8 +139,17 @@ impl<K, V> Lru<K, V> {
         Some(oldest)
     }
 
-    /// Unlists a node being released, if listed.
+    /// Unlists a node being released, if listed. A node never listed (a
+    /// table that keeps none, or a node killed at its first last put)
+    /// costs no list lock: a dead node is never listed again (`retain`
+    /// runs only in a last put, before the death), so a flag read clear
+    /// stays clear.
     pub(crate) fn remove(&self, node: &Node<K, V>) {
+        // Relaxed: the death, under the node's lock, came after any
+        // listing (under the same lock) and before this release.
+        if node.flags.load(Ordering::Relaxed) & ON_LRU == 0 {
+            return;
+        }
         let mut list = lock(&self.list);
         if node.flags.load(Ordering::Relaxed) & ON_LRU != 0 {
             // SAFETY: listed, under the lock.

@@ -242,7 +242,14 @@ unsafe impl<K: Send + Sync, V: Send + Sync> Send for Released<K, V> {}
 // recycling (the key's drop, the slot's reuse) past every epoch pin taken
 // while the entry was reachable; the memory is never freed while the table's
 // state lives, which every entry keeps alive. `last_put` only reads.
-unsafe impl<K: Send + Sync, V: Send + Sync> RefCounted for Node<K, V> {
+//
+// No `Send + Sync` bounds here (nor on `Handle`), so that a value may hold
+// a handle of its own table (a child's handle on its parent): with them,
+// `V: Send` would need itself through this impl, which the compiler
+// cannot prove. Nodes are made only by a `Table<K, V>`, which requires
+// `K, V: Send + Sync`, so every node that exists has them, and the
+// release's drops on another thread are sound.
+unsafe impl<K, V> RefCounted for Node<K, V> {
     type Data = ();
     type Word = CasWord;
     type Grace = ();

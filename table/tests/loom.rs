@@ -30,10 +30,15 @@ fn value(drops: &Arc<AtomicUsize>, keep: bool) -> Value {
 }
 
 fn table() -> Arc<Table<u8, Value>> {
+    table_keeping(4)
+}
+
+/// A table that keeps up to `max_unused` entries whose value says so.
+fn table_keeping(max_unused: usize) -> Arc<Table<u8, Value>> {
     Arc::new(Table::with_keep(
         Config {
             buckets: 1,
-            max_unused: 4,
+            max_unused,
             ..Config::default()
         },
         |_, v: &Value| v.keep.load(SeqCst),
@@ -281,5 +286,31 @@ fn a_stale_forget_races_the_reuse_of_its_slot() {
         assert_eq!(t.peer_refs(new), Some(1), "the new entry's one reference");
         t.forget(new, 1).unwrap();
         assert_eq!((t.len(), drops.load(SeqCst)), (0, 2));
+    });
+}
+
+/// The last put of an entry still listed (revived since it was kept)
+/// takes no list lock: it reads the listed flag under the entry's lock. It
+/// races another entry's last put, which, the list full, unlists entries
+/// it finds in use, under their locks. At rest every entry is unused and
+/// listed, or dead: never kept at zero off the list, where no reclaimer
+/// would find it. (The mutant that unlists an entry found in use without
+/// its lock fails this: its put keeps it, then the unlisting lands.)
+#[test]
+fn a_listed_entrys_last_put_races_its_unlisting() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table_keeping(1);
+        let other = t.find_or_insert_with(2, |_| value(&drops, true));
+        drop(t.find_or_insert_with(1, |_| value(&drops, true)));
+        assert_eq!(t.unused(), 1, "kept, listed");
+        let revived = t.find(&1).expect("kept");
+        let put = thread::spawn(move || drop(revived));
+        let other_put = thread::spawn(move || drop(other));
+        put.join().unwrap();
+        other_put.join().unwrap();
+        assert_eq!(t.len(), t.unused(), "every entry at rest is listed");
+        assert!(t.unused() <= 1, "the bound holds");
+        assert_eq!(t.len() + drops.load(SeqCst), 2);
     });
 }

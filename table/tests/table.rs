@@ -351,3 +351,49 @@ fn concurrent_lookups_forgets_and_puts_stay_balanced() {
         "teardown frees the rest"
     );
 }
+
+/// An entry of a tree: its value holds its parent's handle.
+struct Child {
+    parent: Option<Handle<(u64, u8), Child>>,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn a_value_may_hold_a_handle_of_its_own_table() {
+    let drops = Arc::<AtomicUsize>::default();
+    let table = Table::with_keep(Config::default(), |_: &(u64, u8), _: &Child| true);
+    let child_of = |parent: Option<&Handle<(u64, u8), Child>>, name| {
+        let key = (parent.map_or(0, Handle::id), name);
+        let parent = parent.cloned();
+        let drops = drops.clone();
+        table.find_or_insert_with(key, move |_| Child { parent, drops })
+    };
+    let root = child_of(None, 0);
+    let dir = child_of(Some(&root), 1);
+    let file = child_of(Some(&dir), 2);
+    assert!(Handle::ptr_eq(file.parent.as_ref().unwrap(), &dir));
+    drop(dir);
+    assert_eq!(table.unused(), 0, "the file holds the directory");
+    drop(file);
+    assert_eq!(
+        table.unused(),
+        1,
+        "the file is cached, and holds the directory"
+    );
+    assert_eq!(table.shrink(1), 1, "the file dies");
+    assert_eq!(table.unused(), 1, "then the directory is cached");
+    assert_eq!(table.shrink(1), 1);
+    assert_eq!((table.len(), drops.load(Ordering::Relaxed)), (1, 2));
+    // A chain still cached when the table goes: the teardown kills them.
+    let dir = child_of(Some(&root), 1);
+    drop(child_of(Some(&dir), 2));
+    drop((dir, root));
+    drop(table);
+    assert_eq!(drops.load(Ordering::Relaxed), 5, "every value dropped");
+}
