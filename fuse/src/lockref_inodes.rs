@@ -32,24 +32,38 @@ impl Deref for LockrefInode {
 /// The inode table on [`lockref_table::Table`]: lockless hits, a `FORGET`
 /// that takes no lock unless it is the last, the kernel's lookups counted
 /// and checked by the table.
-pub struct LockrefTable {
+///
+/// `KEEP_UNUSED` is the table's [`Config::max_unused`]: the server keeps
+/// none (`0`, the default: an inode the kernel forgot closes its host
+/// descriptor at once). A positive bound keeps up to that many forgotten
+/// inodes on the table's LRU, findable again, as a store that caches
+/// would; the harness's `hotinode` testcase runs both, since the kept
+/// entry's last put takes the LRU's lock beside the entry's.
+pub struct LockrefTable<const KEEP_UNUSED: usize = 0> {
     table: Table<Key, LockrefInode>,
     /// The table's own reference on the root, which never leaves.
     _root: Handle<Key, LockrefInode>,
 }
 
-impl InodeTable for LockrefTable {
+impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     type Ref = Handle<Key, LockrefInode>;
-    const NAME: &'static str = "lockref";
+    const NAME: &'static str = if KEEP_UNUSED == 0 {
+        "lockref"
+    } else {
+        "lockref keep"
+    };
 
     fn new(root: HostInode, key: Key) -> Self {
-        // No inode is kept at zero (the kernel forgot it and nothing has it
-        // open): its host descriptor is closed.
-        let table = Table::new(Config {
-            buckets: 1 << 16,
-            max_unused: 0,
-            first_id: ROOT_ID,
-        });
+        // By default no inode is kept at zero (the kernel forgot it and
+        // nothing has it open): its host descriptor is closed.
+        let table = Table::with_keep(
+            Config {
+                buckets: 1 << 16,
+                max_unused: KEEP_UNUSED,
+                first_id: ROOT_ID,
+            },
+            |_, _| true,
+        );
         let root = table.find_or_insert_with(key, |id| LockrefInode {
             data: InodeData {
                 id,
@@ -87,7 +101,8 @@ impl InodeTable for LockrefTable {
     }
 
     fn inodes(&self) -> usize {
-        self.table.len()
+        // The kept ones are not the kernel's.
+        self.table.len().saturating_sub(self.table.unused())
     }
 
     fn kernel_lookups(&self, id: u64) -> Option<u64> {

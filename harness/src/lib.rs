@@ -33,11 +33,14 @@ pub fn run_testcases(opts: &Options, out: &mut dyn Write) -> Result<Vec<Measurem
     }
     for &tc in &opts.testcases {
         for &threads in &opts.threads {
-            for (v, name) in tc.variants().iter().enumerate() {
-                let mut runs = Vec::with_capacity(opts.repeat);
-                for _ in 0..opts.repeat.max(1) {
+            // Round-robin over the variants, `-r` rounds: a busy spell of
+            // the machine falls on every variant alike, not on one.
+            let variants = tc.variants();
+            let mut runs: Vec<Vec<Measurement>> = variants.iter().map(|_| Vec::new()).collect();
+            for _ in 0..opts.repeat.max(1) {
+                for (v, name) in variants.iter().enumerate() {
                     let state = tc.setup(v, threads);
-                    runs.push(runner::run(
+                    runs[v].push(runner::run(
                         (tc.name(), name),
                         threads,
                         &cfg,
@@ -46,8 +49,8 @@ pub fn run_testcases(opts: &Options, out: &mut dyn Write) -> Result<Vec<Measurem
                         |w| w.run_once(),
                     )?);
                 }
-                results.push(median(runs));
             }
+            results.extend(runs.into_iter().map(median));
         }
     }
     Ok(results)
@@ -188,15 +191,19 @@ fn replay_run(
     )
 }
 
-/// The run with the median total of several runs of one configuration.
+/// The run with the median total of several runs of one configuration,
+/// with the slowest run's total as its `slowest_round`.
 ///
 /// # Panics
 ///
 /// Never for a non-empty `runs` (callers run at least once).
 pub fn median(mut runs: Vec<Measurement>) -> Measurement {
     runs.sort_by(|a, b| a.total.total_cmp(&b.total));
+    let slowest = runs.first().map_or(0.0, |m| m.total);
     let mid = runs.len() / 2;
-    runs.swap_remove(mid)
+    let mut median = runs.swap_remove(mid);
+    median.slowest_round = slowest;
+    median
 }
 
 pub use lockref_measure::machine;

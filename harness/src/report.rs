@@ -11,8 +11,8 @@ pub fn summary(results: &[Measurement]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<10} {:>7} {:>16} {:>14} {:>16} {:>14} {:>7}  seed reported",
-        "testcase", "threads", "before", "ops/s", "after", "ops/s", "ratio"
+        "{:<10} {:>7} {:>16} {:>14} {:>16} {:>14} {:>7} {:>7}  seed reported",
+        "testcase", "threads", "before", "ops/s", "after", "ops/s", "ratio", "slowest"
     );
     let mut seen: Vec<(&str, usize)> = Vec::new();
     for m in results {
@@ -30,7 +30,7 @@ pub fn summary(results: &[Measurement]) -> String {
         for after in group.iter().skip(1) {
             let _ = writeln!(
                 out,
-                "{:<10} {:>7} {:>16} {:>14.0} {:>16} {:>14.0} {:>6.2}x  {}",
+                "{:<10} {:>7} {:>16} {:>14.0} {:>16} {:>14.0} {:>6.2}x {:>7.2}  {}",
                 testcase,
                 threads,
                 base.variant,
@@ -38,6 +38,7 @@ pub fn summary(results: &[Measurement]) -> String {
                 after.variant,
                 after.total,
                 after.total / base.total.max(f64::MIN_POSITIVE),
+                after.slowest_round / after.total.max(f64::MIN_POSITIVE),
                 figure
             );
         }
@@ -57,6 +58,8 @@ pub fn legend(results: &[Measurement]) -> String {
          \x20                1.00x the row's variant is faster.\n\
          \x20 before, after  a seed's old and new code (its first and second variant), both built into\n\
          \x20                this binary; runs on 2 CPUs move by 15-30%, so compare ratios, and repeat (-r 5).\n\
+         \x20 slowest        the after variant's slowest round over its median (1.00 with one round, -r 1);\n\
+         \x20                under 0.50 a round stalled: a convoy, or a neighbour that took the CPUs.\n\
          \x20 seed reported  the figure the seed's own patch reported, on the machine it was measured on\n\
          \x20                (often tens of cores): the direction to expect, not a target on a small machine.\n",
     );
@@ -76,6 +79,15 @@ pub fn legend(results: &[Measurement]) -> String {
             "  inodes rows    the first variant is the virtiofsd-style table (a locked map of Arcs), the\n\
              \x20                second lockref's table (lockref-table), the third a table on dashmap's\n\
              \x20                sharded maps (the well-kept concurrent map a FUSE author would reach for).\n",
+        );
+    }
+    if has("hotinode") {
+        out.push_str(
+            "  hotinode rows  the first variant is the inode table on dashmap's sharded maps (an Arc per\n\
+             \x20                inode, an atomic count of the kernel's lookups), then lockref's table keeping\n\
+             \x20                no forgotten inode (the FUSE server's), the same keeping up to 1024 on its\n\
+             \x20                LRU, and the virtiofsd-style table. Every thread on one directory and one\n\
+             \x20                file, each cycling through zero: the last put takes the entry's lock.\n",
         );
     }
     if has("replay") {

@@ -45,6 +45,11 @@ pub struct Measurement {
     /// measured time, in percent (`/proc/stat`); `None` where it cannot be
     /// read.
     pub idle_percent: Option<f64>,
+    /// Of several rounds (`-r`), the slowest one's total ops/s; the
+    /// run's own total for a single run. A round far below the median
+    /// (under half) is a convoy, or a machine busy with something else.
+    #[serde(default)]
+    pub slowest_round: f64,
 }
 
 /// Why a run failed.
@@ -200,14 +205,16 @@ where
     let (start, end, secs, idle_percent) = result.map_err(RunError::Io)?;
     let rates = rates(&end, &start, secs);
     let (min, max) = lockref_measure::min_max(&rates).unwrap_or((0.0, 0.0));
+    let total = rates.iter().sum();
     Ok(Measurement {
         testcase: label.0.into(),
         variant: label.1.into(),
         threads,
-        total: rates.iter().sum(),
+        total,
         min,
         max,
         idle_percent,
+        slowest_round: total,
     })
 }
 

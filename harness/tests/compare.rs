@@ -20,6 +20,7 @@ fn report(word: &str, runs: &[(&str, &str, usize, f64)]) -> JsonReport {
                 min: total / 2.0,
                 max: total / 2.0,
                 idle_percent: None,
+                slowest_round: total,
             })
             .collect(),
     }

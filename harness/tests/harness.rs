@@ -198,11 +198,11 @@ fn repeat_reports_the_median_run() {
         min: t,
         max: t,
         idle_percent: None,
+        slowest_round: t,
     };
-    assert_eq!(
-        lockref_harness::median(vec![m(3.0), m(1.0), m(2.0)]).total,
-        2.0
-    );
+    let median = lockref_harness::median(vec![m(3.0), m(1.0), m(2.0)]);
+    assert_eq!(median.total, 2.0);
+    assert_eq!(median.slowest_round, 1.0, "the slowest round is kept");
 }
 
 #[test]
