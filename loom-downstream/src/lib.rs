@@ -3,13 +3,19 @@
 //! that revive nothing dead, and removal in `release` if the entry still
 //! points to the inode. Its loom models (`tests/loom_inode.rs`) follow the
 //! README's recipe for loom models of your own code, word for word.
+//!
+//! Beside it, [`InodeStore`], the same kind of store on `lockref-table`
+//! (no `unsafe`), with its own models (`tests/loom_table.rs`) for the
+//! recipe's table variant.
 
 use std::collections::HashMap;
 use std::ptr::NonNull;
 
 use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 
+mod inode_store;
 mod sync;
+pub use inode_store::{Inode as StoreInode, InodeStore};
 use sync::{Arc, AtomicUsize, Mutex, Ordering};
 
 /// A handle to the cache; clones share it.
