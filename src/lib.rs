@@ -9,6 +9,12 @@
 //! rare state changes (kill, rename, revalidation) that must see a count no
 //! one else can move.
 //!
+//! **Keeping a table of counted objects** (a FUSE inode map, an fd table, a
+//! name cache)? See also `lockref-table`, this workspace's safe table on
+//! these primitives (`table/` in the repository, with its own README):
+//! lockless lookups, counted protocol ids, a keep-or-kill decision at zero
+//! and a bounded LRU, with no `unsafe` for its user.
+//!
 //! ```
 //! use lockref::{LockRef, PutOrLock};
 //!

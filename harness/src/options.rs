@@ -145,8 +145,13 @@ struct Cli {
     /// Runs per configuration; the median is reported.
     #[arg(short = 'r', long, value_parser = repeat_count, default_value = "1", value_name = "N")]
     repeat: usize,
-    /// No per-tick lines (each run's ticks: the slowest and the fastest
-    /// worker's ops/s, and all workers' together).
+    /// Per-tick lines while it runs (each run's ticks: the slowest and
+    /// the fastest worker's ops/s, and all workers' together), above the
+    /// summary.
+    #[arg(long, conflicts_with = "quiet")]
+    ticks: bool,
+    /// No per-tick lines: the default (kept for scripts written before
+    /// `--ticks`).
     #[arg(short = 'q', long)]
     quiet: bool,
     /// Write will-it-scale's runtest.py CSV (the idle column measured).
@@ -230,7 +235,7 @@ impl Options {
             pin: !cli.no_pin,
             background: cli.background,
             repeat: cli.repeat,
-            progress: !cli.quiet,
+            progress: cli.ticks,
             csv: cli.csv,
             json: cli.json,
             svg: cli.svg,

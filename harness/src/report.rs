@@ -61,7 +61,12 @@ pub fn legend(results: &[Measurement]) -> String {
          \x20 slowest        the after variant's slowest round over its median (1.00 with one round, -r 1);\n\
          \x20                under 0.50 a round stalled: a convoy, or a neighbour that took the CPUs.\n\
          \x20 seed reported  the figure the seed's own patch reported, on the machine it was measured on\n\
-         \x20                (often tens of cores): the direction to expect, not a target on a small machine.\n",
+         \x20                (often tens of cores): the direction to expect, not a target on a small machine.\n\
+         \x20                \"control\" (open1): nothing is shared between the threads, so the change should\n\
+         \x20                do nothing; its ratio's distance from 1.00x is this machine's noise.\n\
+         \x20 variants       each testcase's, baseline first, are listed by `wis --help` with what they are.\n\
+         \x20 pinned         (first line) each worker on a CPU of its own, as will-it-scale runs; \"not\n\
+         \x20                pinned\" (--no-pin): the scheduler places them, as a server's threads are.\n",
     );
     if has("lockref") {
         out.push_str(

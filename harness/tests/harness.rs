@@ -206,6 +206,20 @@ fn repeat_reports_the_median_run() {
 }
 
 #[test]
+fn ticks_are_shown_only_when_asked() {
+    assert!(
+        !Options::parse(args("-n 1")).unwrap().progress,
+        "summary only by default"
+    );
+    assert!(Options::parse(args("-n 1 --ticks")).unwrap().progress);
+    assert!(!Options::parse(args("-n 1 -q")).unwrap().progress);
+    assert!(
+        Options::parse(args("-n 1 -q --ticks")).is_err(),
+        "contradictory"
+    );
+}
+
+#[test]
 fn progress_lines_look_like_will_it_scale() {
     let mut opts = quick();
     opts.progress = true;
