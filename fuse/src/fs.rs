@@ -61,6 +61,8 @@ pub struct Passthrough<T: InodeTable> {
     pub(crate) descriptors: Descriptors,
     server_is_root: bool,
     refused_forgets: AtomicU64,
+    /// `LOOKUP` requests served, found or not.
+    lookups: AtomicU64,
     pub(crate) ttl: Duration,
     #[cfg(feature = "testing")]
     fault: crate::fault::LookupFault,
@@ -155,6 +157,7 @@ impl<T: InodeTable> Passthrough<T> {
             descriptors: Descriptors::new(options.descriptor_budget.unwrap_or_else(default_budget)),
             server_is_root: creds::can_switch(),
             refused_forgets: AtomicU64::new(0),
+            lookups: AtomicU64::new(0),
             ttl: options.ttl,
             #[cfg(feature = "testing")]
             fault: crate::fault::LookupFault::new(),
@@ -194,6 +197,12 @@ impl<T: InodeTable> Passthrough<T> {
         self.refused_forgets.load(Ordering::Relaxed)
     }
 
+    /// `LOOKUP` requests served, whether the name was found or not (a
+    /// lookup the kernel answered from its cache never comes here).
+    pub fn lookups(&self) -> u64 {
+        self.lookups.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn as_caller(&self, req: &Request) -> Result<AsCaller, Errno> {
         AsCaller::enter(req.uid(), req.gid(), req.pid(), self.server_is_root).map_err(Errno::from)
     }
@@ -231,6 +240,8 @@ impl<T: InodeTable> Passthrough<T> {
         parent: INodeNo,
         name: &OsStr,
     ) -> Result<FileAttr, Errno> {
+        // Relaxed: a counter for tests and reports.
+        self.lookups.fetch_add(1, Ordering::Relaxed);
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         let _as = self.as_caller(req)?;

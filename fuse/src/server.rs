@@ -5,11 +5,11 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    AccessFlags, CopyFileRangeFlags, Errno, FileHandle, Filesystem, FopenFlags, INodeNo,
-    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
+    INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
     ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
@@ -32,6 +32,28 @@ macro_rules! reply_with {
             Err(e) => $reply.error(e),
         }
     };
+}
+
+/// A `LOOKUP` reply for a name that does not exist: node id 0 (fuser sends
+/// the attributes' `ino` as the node id), nothing else read.
+fn negative_entry() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 0,
+        flags: 0,
+    }
 }
 
 impl<T: InodeTable> Filesystem for Server<T> {
@@ -59,11 +81,19 @@ impl<T: InodeTable> Filesystem for Server<T> {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        reply_with!(reply, self.0.do_lookup(req, parent, name), |a| reply.entry(
-            &self.0.ttl,
-            &a,
-            GENERATION
-        ));
+        match self.0.do_lookup(req, parent, name) {
+            Ok(attr) => reply.entry(&self.0.ttl, &attr, GENERATION),
+            // A missing name: a negative entry (node id 0) that the kernel
+            // keeps for the entry timeout, as libfuse's passthrough does,
+            // so that the next failed open of it is no round trip. The
+            // kernel drops it itself when a create, mkdir, link, symlink or
+            // rename through this mount makes the name; a name made on the
+            // host directly shows after the timeout, as attributes do.
+            Err(Errno::ENOENT) if !self.0.ttl.is_zero() => {
+                reply.entry(&self.0.ttl, &negative_entry(), GENERATION);
+            }
+            Err(e) => reply.error(e),
+        }
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {

@@ -395,3 +395,28 @@ fn mounting_raises_the_descriptor_limit_to_the_hard_one() {
         assert_eq!((soft, now_hard), (hard, hard));
     });
 }
+
+/// A name that does not exist is cached as a negative entry for the entry
+/// timeout: failed opens of it after the first are answered by the kernel
+/// (seed 001's workload), and a create through the mount drops the
+/// negative entry at once.
+fn a_missing_name_is_cached_as_a_negative_entry<T: InodeTable>() {
+    with_mount_options::<T>(2, std::time::Duration::from_secs(60), |m| {
+        let missing = m.at("no-such-file");
+        assert!(fs::File::open(&missing).is_err());
+        let served = m.fs.lookups();
+        for _ in 0..10 {
+            let e = fs::File::open(&missing).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+        }
+        assert_eq!(m.fs.lookups(), served, "no LOOKUP reached the server");
+        fs::write(&missing, b"made").unwrap();
+        assert_eq!(
+            fs::read(&missing).unwrap(),
+            b"made",
+            "the create dropped it"
+        );
+        fs::remove_file(&missing).unwrap();
+    });
+}
+on_both_tables!(a_missing_name_is_cached_as_a_negative_entry);
