@@ -241,6 +241,74 @@ impl<T: RefCounted> CountedRef<T> {
         true
     }
 
+    /// Gives back this reference and, if it was the last, kills the object
+    /// whatever [`RefCounted::last_put`] would decide (a cache shrinker's
+    /// eviction, with no `unsafe`). Returns whether the object died; if
+    /// another reference is out, nothing else happens and it lives on.
+    ///
+    /// The safe shape of a shrinker over a map of your own that
+    /// [`release`](RefCounted::release) locks to remove the entry, where
+    /// [`kill_unused`](Self::kill_unused) cannot run under that lock (the
+    /// release would take it again) and cannot run after it (the pointer
+    /// may be freed by then): take references to the candidates under
+    /// the map's lock ([`try_get`](Self::try_get), which never revives a
+    /// dying object), drop the lock, then evict each one. A lookup that
+    /// takes a reference in between keeps its object: the eviction gives
+    /// back only its own reference.
+    ///
+    /// ```
+    /// # use core::ptr::NonNull;
+    /// # use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
+    /// struct Entry { lockref: LockRef<()> }
+    /// // SAFETY: made only by `Box::new` below; `release` frees it once.
+    /// unsafe impl RefCounted for Entry {
+    ///     type Data = ();
+    ///     type Word = lockref::CasWord;
+    ///     type Grace = ();
+    ///     fn lockref(&self) -> &LockRef<()> { &self.lockref }
+    ///     fn last_put(&self, _: &mut LockRefGuard<'_, ()>) -> Fate { Fate::Keep }
+    ///     unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
+    ///         drop(unsafe { Box::from_raw(this.as_ptr()) });
+    ///         None
+    ///     }
+    /// }
+    /// let boxed = Box::new(Entry { lockref: LockRef::new(()) });
+    /// // SAFETY: one reference, counted; the box's own pointer.
+    /// let entry = unsafe { CountedRef::from_raw(NonNull::from(Box::leak(boxed))) };
+    /// let kept = CountedRef::into_raw(entry.clone());
+    /// drop(entry);
+    /// // SAFETY: `kept` owns a reference: the object lives.
+    /// unsafe { CountedRef::put_many(kept, 1) }.unwrap(); // kept at zero: Keep
+    /// // The shrinker: a reference taken where the entry is found (here
+    /// // `kept`, alive at zero since nothing killed it)...
+    /// // SAFETY: not freed: only a kill frees it, and none ran.
+    /// let candidate = unsafe { CountedRef::try_get(kept) }.unwrap();
+    /// let lookup = candidate.clone(); // ...a lookup's in between...
+    /// assert!(!CountedRef::evict(candidate)); // ...keeps it alive,
+    /// assert!(CountedRef::evict(lookup)); // and the last one kills it.
+    /// ```
+    pub fn evict(this: Self) -> bool {
+        let ptr = Self::into_raw(this);
+        // SAFETY: we owned a reference, so the object is alive.
+        let object = unsafe { ptr.as_ref() };
+        let PutOrLock::Locked(mut guard) = object.lockref().put_or_lock() else {
+            // Not the last: another holder keeps it, and it is not ours
+            // to touch any more.
+            return false;
+        };
+        // Ours, under the lock: at least one reference (this one) is held.
+        guard
+            .decrement()
+            .expect("the handle's reference is counted");
+        if !guard.kill_if_zero() {
+            return false;
+        }
+        drop(guard);
+        // SAFETY: dead under the lock at count zero, by this thread.
+        unsafe { release_chain(ptr) };
+        true
+    }
+
     /// Drops this handle's reference. Returns the object if this killed it
     /// (it is dead, and `release_chain` must run).
     #[inline]

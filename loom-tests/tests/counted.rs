@@ -215,6 +215,43 @@ fn try_get_through_the_table_races_the_kill<W: Word>() {
     });
 }
 
+/// A shrinker's eviction (a reference taken through the table, the
+/// table's lock dropped, then `evict`) races a lookup of the same object,
+/// kept at zero: the lookup gets it alive or nothing, the object dies at
+/// most once and only when the eviction's reference was the last, and
+/// otherwise stays kept and findable.
+fn an_eviction_races_a_lookup<W: Word>() {
+    model(|| {
+        let world = Arc::new(World::default());
+        drop(new_obj::<W>(&world, true));
+        let w = world.clone();
+        let shrinker = thread::spawn(move || {
+            let candidate = lookup::<W>(&w).expect("kept, so findable");
+            candidate.write_slot(0);
+            CountedRef::evict(candidate)
+        });
+        let w = world.clone();
+        let reader = thread::spawn(move || {
+            if let Some(found) = lookup::<W>(&w) {
+                assert!(!w.freed.load(SeqCst), "a reference to a freed object");
+                found.write_slot(1);
+                drop(found);
+            }
+        });
+        let evicted = shrinker.join().unwrap();
+        reader.join().unwrap();
+        let released = world.released.load(SeqCst);
+        assert_eq!(released, usize::from(evicted), "died once, by the eviction");
+        if !evicted {
+            // The reader's put came last and kept it: evict it now.
+            let kept = lookup::<W>(&world).expect("kept at zero, findable");
+            assert!(CountedRef::evict(kept));
+        }
+        assert_eq!(world.released.load(SeqCst), 1);
+        world.finish::<W>();
+    });
+}
+
 /// A put of two references races a clone and drop: the count ends exact,
 /// and the final put kills once.
 fn put_many_races_gets<W: Word>() {
@@ -452,6 +489,7 @@ on_each_word!(
     clone_and_drop_race_the_last_put_and_its_kill,
     keep_leaves_a_findable_object_at_zero,
     try_get_through_the_table_races_the_kill,
+    an_eviction_races_a_lookup,
     put_many_races_gets,
     path_consumption_races_the_dentry_kill,
 );
