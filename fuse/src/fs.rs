@@ -63,6 +63,8 @@ pub struct Passthrough<T: InodeTable> {
     refused_forgets: AtomicU64,
     /// `LOOKUP` requests served, found or not.
     lookups: AtomicU64,
+    /// `READDIR` and `READDIRPLUS` requests served.
+    pub(crate) listings: AtomicU64,
     pub(crate) ttl: Duration,
     #[cfg(feature = "testing")]
     fault: crate::fault::LookupFault,
@@ -158,6 +160,7 @@ impl<T: InodeTable> Passthrough<T> {
             server_is_root: creds::can_switch(),
             refused_forgets: AtomicU64::new(0),
             lookups: AtomicU64::new(0),
+            listings: AtomicU64::new(0),
             ttl: options.ttl,
             #[cfg(feature = "testing")]
             fault: crate::fault::LookupFault::new(),
@@ -201,6 +204,12 @@ impl<T: InodeTable> Passthrough<T> {
     /// lookup the kernel answered from its cache never comes here).
     pub fn lookups(&self) -> u64 {
         self.lookups.load(Ordering::Relaxed)
+    }
+
+    /// `READDIR` and `READDIRPLUS` requests served (a listing the kernel
+    /// answered from its cache of the directory never comes here).
+    pub fn listings(&self) -> u64 {
+        self.listings.load(Ordering::Relaxed)
     }
 
     pub(crate) fn as_caller(&self, req: &Request) -> Result<AsCaller, Errno> {
@@ -471,6 +480,8 @@ impl<T: InodeTable> Passthrough<T> {
         offset: u64,
         reply: &mut ReplyDirectoryPlus,
     ) -> Result<(), Errno> {
+        // Relaxed: a counter for tests and reports.
+        self.listings.fetch_add(1, Ordering::Relaxed);
         let dir = self.inode(ino)?;
         let h = self.handles.dir(fh)?;
         let Open::Dir(stream) = &h.open else {

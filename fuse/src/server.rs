@@ -4,6 +4,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -339,8 +340,19 @@ impl<T: InodeTable> Filesystem for Server<T> {
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // With entries cached at all, the kernel may cache the listing too
+        // (`FOPEN_CACHE_DIR`) and keep it across opens (`FOPEN_KEEP_CACHE`),
+        // as libfuse's passthrough does with caching on: it drops it when
+        // the directory changes through this mount (its version moves) or
+        // its mtime does (seen after the attribute timeout, for changes
+        // made on the host directly).
+        let flags = if self.0.ttl.is_zero() {
+            FopenFlags::empty()
+        } else {
+            FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
+        };
         reply_with!(reply, self.0.do_opendir(req, ino), |fh| reply
-            .opened(fh, FopenFlags::empty()));
+            .opened(fh, flags));
     }
 
     fn readdir(
@@ -351,6 +363,8 @@ impl<T: InodeTable> Filesystem for Server<T> {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
+        // Relaxed: a counter for tests and reports.
+        self.0.listings.fetch_add(1, Ordering::Relaxed);
         let h = match self.0.handles.dir(fh) {
             Ok(h) => h,
             Err(e) => return reply.error(e),

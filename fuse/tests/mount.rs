@@ -420,3 +420,39 @@ fn a_missing_name_is_cached_as_a_negative_entry<T: InodeTable>() {
     });
 }
 on_both_tables!(a_missing_name_is_cached_as_a_negative_entry);
+
+/// A directory's listing is cached by the kernel across opens: a second
+/// listing reaches the server with no `READDIR`, and a create through the
+/// mount drops the cached listing at once.
+fn a_listing_is_cached_across_opens<T: InodeTable>() {
+    with_mount_options::<T>(2, std::time::Duration::from_secs(60), |m| {
+        let names = |m: &Mount<T>| {
+            let mut v: Vec<_> = fs::read_dir(m.at("d"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            v.sort();
+            v
+        };
+        fs::create_dir(m.at("d")).unwrap();
+        fs::write(m.at("d/a"), b"").unwrap();
+        assert_eq!(names(m), ["a"]);
+        let served = m.fs.listings();
+        assert_eq!(names(m), ["a"]);
+        assert_eq!(
+            m.fs.listings(),
+            served,
+            "the second listing came from the cache"
+        );
+        fs::write(m.at("d/b"), b"").unwrap();
+        assert_eq!(
+            names(m),
+            ["a", "b"],
+            "the create dropped the cached listing"
+        );
+        fs::remove_file(m.at("d/a")).unwrap();
+        fs::remove_file(m.at("d/b")).unwrap();
+        fs::remove_dir(m.at("d")).unwrap();
+    });
+}
+on_both_tables!(a_listing_is_cached_across_opens);
