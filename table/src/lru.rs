@@ -78,11 +78,9 @@ impl<K, V> Lru<K, V> {
         if node.flags.load(Ordering::Relaxed) & ON_LRU != 0 {
             return true;
         }
+        // Read clear, it stays clear: only this node's own last put (this
+        // call, under the node's lock) sets it.
         let mut list = lock(&self.list);
-        // Relaxed: ON_LRU is set only under the list's lock, held.
-        if node.flags.load(Ordering::Relaxed) & ON_LRU != 0 {
-            return true;
-        }
         while self.len() >= bound {
             let Some(oldest) = NonNull::new(list.oldest) else {
                 break;
