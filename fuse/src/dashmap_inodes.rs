@@ -7,14 +7,15 @@
 //! the entry) against a map that
 //! spreads its locks instead of removing them.
 //!
-//! Its protocol, each step under one shard lock: a lookup that finds the
+//! Its protocol, each step under one shard lock of its one map, by node id
+//! (a function of the host inode, [`NodeIds`]): a lookup that finds the
 //! inode counts the kernel's lookup only while the count is above zero
-//! (under the id shard's read lock); a `FORGET` takes its lookups off the
+//! (under the shard's read lock); a `FORGET` takes its lookups off the
 //! same way, and the one that reaches zero removes the inode if its count
-//! is still zero (the id shard's write lock), then its key if the key
-//! still names it. A count at zero never rises again, so the removal's
-//! check is final; a lookup that meets it inserts a new inode under the
-//! key shard's write lock (the one lock held with another: key, then id).
+//! is still zero (the shard's write lock). A count at zero never rises
+//! again, so the removal's check is final; a lookup that meets it puts a
+//! new inode in its place under the shard's write lock, which the removal
+//! then leaves (its count is not zero).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
 
 use crate::host_inode::HostInode;
+use crate::node_id::NodeIds;
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 
 /// An inode of the sharded table.
@@ -53,11 +55,10 @@ impl DashmapInode {
     }
 }
 
-/// The inode table on two `DashMap`s, by node id and by host inode.
+/// The inode table on a `DashMap` by node id.
 pub struct DashmapTable {
     by_id: DashMap<u64, Arc<DashmapInode>>,
-    by_key: DashMap<Key, u64>,
-    next_id: AtomicU64,
+    ids: NodeIds,
 }
 
 impl DashmapTable {
@@ -67,14 +68,11 @@ impl DashmapTable {
         self.by_id.get(&id).is_some_and(|i| i.count_lookup())
     }
 
-    fn make(&self, key: Key, host: HostInode) -> (u64, Arc<DashmapInode>) {
-        // Relaxed: a unique number is all that is needed.
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let inode = Arc::new(DashmapInode {
+    fn make(id: u64, key: Key, host: HostInode) -> Arc<DashmapInode> {
+        Arc::new(DashmapInode {
             data: InodeData { id, key, host },
             kernel_lookups: AtomicU64::new(1),
-        });
-        (id, inode)
+        })
     }
 }
 
@@ -85,32 +83,25 @@ impl InodeTable for DashmapTable {
     fn new(root: HostInode, key: Key) -> Self {
         let table = DashmapTable {
             by_id: DashMap::new(),
-            by_key: DashMap::new(),
-            next_id: AtomicU64::new(ROOT_ID),
+            ids: NodeIds::new(key),
         };
         // The root's count never reaches zero: one lookup of its own.
-        let (id, inode) = table.make(key, root);
-        table.by_id.insert(id, inode);
-        table.by_key.insert(key, id);
+        table.by_id.insert(ROOT_ID, Self::make(ROOT_ID, key, root));
         table
     }
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
-        let known = self.by_key.get(&key).map(|id| *id);
-        if let Some(id) = known.filter(|&id| self.count_lookup(id)) {
+        let id = self.ids.id_of(key);
+        if self.count_lookup(id) {
             return id;
         }
-        let named = self.by_key.entry(key);
-        if let Entry::Occupied(named) = &named {
-            let id = *named.get();
-            if self.count_lookup(id) {
-                return id;
+        match self.by_id.entry(id) {
+            Entry::Occupied(named) if named.get().count_lookup() => {}
+            // Absent, or its inode is leaving: a new one in its place.
+            named => {
+                named.insert(Self::make(id, key, host()));
             }
         }
-        // Absent, or its inode is leaving: a new one under the key's lock.
-        let (id, inode) = self.make(key, host());
-        self.by_id.insert(id, inode);
-        named.insert(id);
         id
     }
 
@@ -119,7 +110,7 @@ impl InodeTable for DashmapTable {
     }
 
     fn forget(&self, id: u64, n: u64) -> Result<(), ForgetError> {
-        let (key, left) = {
+        let left = {
             let inode = self.by_id.get(&id).ok_or(ForgetError::UnknownInode(id))?;
             // Relaxed: as in `count_lookup`.
             let held = inode
@@ -138,15 +129,11 @@ impl InodeTable for DashmapTable {
                         }
                     }
                 })?;
-            (inode.key, held - n)
+            held - n
         };
         if left == 0 && n > 0 {
-            let gone = self
-                .by_id
+            self.by_id
                 .remove_if(&id, |_, i| i.kernel_lookups.load(Ordering::Relaxed) == 0);
-            if gone.is_some() {
-                self.by_key.remove_if(&key, |_, named| *named == id);
-            }
         }
         Ok(())
     }

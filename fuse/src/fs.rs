@@ -45,7 +45,11 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(1);
 /// request whose size field says more.
 const MAX_READ: u32 = 1 << 20;
 
-/// Node ids are never reused, so one generation serves.
+/// A node id names one host inode for the server's life ([`NodeIds`]), so
+/// one generation serves (the pair is unique but for a host inode number
+/// the host itself reuses).
+///
+/// [`NodeIds`]: crate::node_id::NodeIds
 pub(crate) const GENERATION: Generation = Generation(0);
 
 /// The filesystem's state, shared by every serving thread (and kept by
@@ -239,8 +243,17 @@ impl<T: InodeTable> Passthrough<T> {
         Ok(host::attr(&st, id))
     }
 
+    /// The attributes of `GETATTR` and `SETATTR`: the root's inode number
+    /// is the host's (its node id is fixed), every other one is its node
+    /// id, the host's on the root's device.
     pub(crate) fn attr_of(&self, inode: &Live<T::Ref>) -> Result<FileAttr, Errno> {
-        Ok(host::attr(&stat_fd(inode.fd())?, inode.id))
+        let st = stat_fd(inode.fd())?;
+        let ino = if inode.id == ROOT_ID {
+            st.st_ino
+        } else {
+            inode.id
+        };
+        Ok(host::attr(&st, ino))
     }
 
     pub(crate) fn do_lookup(

@@ -25,6 +25,7 @@
 //! | piece | file |
 //! |---|---|
 //! | the table interface, [`Key`], [`ForgetError`] | `table.rs` |
+//! | the node id (and `st_ino`) of a host inode | `node_id.rs` |
 //! | [`LockrefTable`] (lockref) | `lockref_inodes.rs` |
 //! | [`VirtiofsdTable`] (virtiofsd-style) | `virtiofsd_inodes.rs` |
 //! | [`DashmapTable`] (on `dashmap`, measured only) | `dashmap_inodes.rs` |
@@ -64,6 +65,7 @@ mod live;
 mod lockref_inodes;
 #[cfg(feature = "server")]
 pub mod mount;
+mod node_id;
 #[cfg(feature = "server")]
 mod options;
 #[cfg(feature = "server")]

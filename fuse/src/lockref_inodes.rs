@@ -1,8 +1,8 @@
 //! [`LockrefTable`]: the inode table on [`lockref_table::Table`], lockref's
-//! safe table of counted objects. A request naming a node id takes its
-//! reference with one atomic on the inode, with no lock and no epoch pin
-//! (the id names a type-stable slot); a `LOOKUP` that hits walks a
-//! bucket's chain under an epoch pin (no lock, no other shared write); the
+//! safe table of counted objects, keyed by node id (a function of the host
+//! inode, [`NodeIds`]). A request naming a node id and a `LOOKUP` that hits
+//! both walk a bucket's chain under an epoch pin (no lock, no other shared
+//! write) and take their reference with one atomic on the inode; the
 //! kernel's lookups are the
 //! table's peer references (`Table::hand_out`), given back by `FORGET`
 //! without a lock unless they are the last; an inode with no reference
@@ -14,6 +14,7 @@ use std::ops::Deref;
 use lockref_table::{Config, Handle, Table, TableError};
 
 use crate::host_inode::HostInode;
+use crate::node_id::NodeIds;
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 
 /// An inode of the counted table.
@@ -40,13 +41,14 @@ impl Deref for LockrefInode {
 /// would; the harness's `hotinode` testcase runs both, since the kept
 /// entry's last put takes the LRU's lock beside the entry's.
 pub struct LockrefTable<const KEEP_UNUSED: usize = 0> {
-    table: Table<Key, LockrefInode>,
+    table: Table<u64, LockrefInode>,
+    ids: NodeIds,
     /// The table's own reference on the root, which never leaves.
-    _root: Handle<Key, LockrefInode>,
+    _root: Handle<u64, LockrefInode>,
 }
 
 impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
-    type Ref = Handle<Key, LockrefInode>;
+    type Ref = Handle<u64, LockrefInode>;
     const NAME: &'static str = if KEEP_UNUSED == 0 {
         "lockref"
     } else {
@@ -60,41 +62,49 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
             Config {
                 buckets: 1 << 16,
                 max_unused: KEEP_UNUSED,
-                first_id: ROOT_ID,
+                ..Config::default()
             },
             |_, _| true,
         );
-        let root = table.find_or_insert_with(key, |id| LockrefInode {
+        let root = table.find_or_insert_with(ROOT_ID, |_| LockrefInode {
             data: InodeData {
-                id,
+                id: ROOT_ID,
                 key,
                 host: root,
             },
         });
-        debug_assert_eq!(root.id(), ROOT_ID);
-        LockrefTable { table, _root: root }
+        LockrefTable {
+            table,
+            ids: NodeIds::new(key),
+            _root: root,
+        }
     }
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
+        let id = self.ids.id_of(key);
         // The reference is the kernel's, given back by `forget`: one atomic
-        // on the inode when the kernel holds it already.
-        self.table.hand_out(key, |id| LockrefInode {
+        // on the inode when the kernel holds it already. The table's own
+        // id for the entry (its slot) is not the node id.
+        self.table.hand_out(id, |_| LockrefInode {
             data: InodeData {
                 id,
                 key,
                 host: host(),
             },
-        })
+        });
+        id
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {
-        self.table.get(id).ok()
+        self.table.find(&id)
     }
 
     fn forget(&self, id: u64, n: u64) -> Result<(), ForgetError> {
-        self.table.forget(id, n).map_err(|e| match e {
-            TableError::UnknownId(id) => ForgetError::UnknownInode(id),
-            TableError::MoreThanHeld { id, forget, held } => {
+        // The entry's slot, named while `inode` holds it.
+        let inode = self.get(id).ok_or(ForgetError::UnknownInode(id))?;
+        self.table.forget(inode.id(), n).map_err(|e| match e {
+            TableError::UnknownId(_) => ForgetError::UnknownInode(id),
+            TableError::MoreThanHeld { forget, held, .. } => {
                 ForgetError::MoreThanHeld { id, forget, held }
             }
         })
@@ -106,6 +116,6 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     }
 
     fn kernel_lookups(&self, id: u64) -> Option<u64> {
-        self.table.peer_refs(id)
+        self.get(id).map(|inode| inode.peer_refs())
     }
 }

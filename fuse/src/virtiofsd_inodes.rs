@@ -4,13 +4,16 @@
 //! takes the store's lock shared and counts the kernel's lookup under it
 //! (so a concurrent `FORGET` cannot remove the inode in between); every
 //! `FORGET` takes the lock exclusively, and the inode leaves the store when
-//! the kernel's count reaches zero.
+//! the kernel's count reaches zero. It is keyed by node id alone: a node
+//! id is a function of the host inode here ([`NodeIds`]), where virtiofsd
+//! numbers its inodes and keeps a second map by host inode.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::host_inode::HostInode;
+use crate::node_id::NodeIds;
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 
 /// An inode of the locked table.
@@ -28,11 +31,7 @@ impl std::ops::Deref for VirtiofsdInode {
     }
 }
 
-#[derive(Default)]
-struct Store {
-    by_id: HashMap<u64, Arc<VirtiofsdInode>>,
-    by_key: HashMap<Key, Arc<VirtiofsdInode>>,
-}
+type Store = HashMap<u64, Arc<VirtiofsdInode>>;
 
 /// The virtiofsd-style inode table: an `Arc` per inode and an atomic count
 /// of the kernel's lookups, counted under the store's lock held shared; every
@@ -40,7 +39,7 @@ struct Store {
 /// the kernel's count reaches zero.
 pub struct VirtiofsdTable {
     store: RwLock<Store>,
-    next_id: AtomicU64,
+    ids: NodeIds,
 }
 
 impl VirtiofsdTable {
@@ -57,8 +56,7 @@ impl VirtiofsdTable {
             data: InodeData { id, key, host },
             kernel_lookups: AtomicU64::new(lookups),
         });
-        store.by_id.insert(id, inode.clone());
-        store.by_key.insert(key, inode);
+        store.insert(id, inode);
     }
 }
 
@@ -69,7 +67,7 @@ impl InodeTable for VirtiofsdTable {
     fn new(root: HostInode, key: Key) -> Self {
         let table = VirtiofsdTable {
             store: RwLock::new(Store::default()),
-            next_id: AtomicU64::new(ROOT_ID + 1),
+            ids: NodeIds::new(key),
         };
         // The root's count never reaches zero: one lookup of its own.
         Self::insert(&mut table.write(), ROOT_ID, key, root, 1);
@@ -77,30 +75,29 @@ impl InodeTable for VirtiofsdTable {
     }
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
-        if let Some(inode) = self.read().by_key.get(&key) {
+        let id = self.ids.id_of(key);
+        if let Some(inode) = self.read().get(&id) {
             // Relaxed: under the store's lock, which orders it against the
             // forget that would remove the inode.
             inode.kernel_lookups.fetch_add(1, Ordering::Relaxed);
-            return inode.data.id;
+            return id;
         }
         let mut store = self.write();
-        if let Some(inode) = store.by_key.get(&key) {
+        if let Some(inode) = store.get(&id) {
             inode.kernel_lookups.fetch_add(1, Ordering::Relaxed);
-            return inode.data.id;
+            return id;
         }
-        // Relaxed: a unique number is all that is needed.
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         Self::insert(&mut store, id, key, host(), 1);
         id
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {
-        self.read().by_id.get(&id).cloned()
+        self.read().get(&id).cloned()
     }
 
     fn forget(&self, id: u64, n: u64) -> Result<(), ForgetError> {
         let mut store = self.write();
-        let inode = store.by_id.get(&id).ok_or(ForgetError::UnknownInode(id))?;
+        let inode = store.get(&id).ok_or(ForgetError::UnknownInode(id))?;
         // Relaxed: under the exclusive lock.
         let held = inode.kernel_lookups.load(Ordering::Relaxed);
         let left = held.checked_sub(n).ok_or(ForgetError::MoreThanHeld {
@@ -110,17 +107,13 @@ impl InodeTable for VirtiofsdTable {
         })?;
         inode.kernel_lookups.store(left, Ordering::Relaxed);
         if left == 0 {
-            let key = inode.data.key;
-            store.by_id.remove(&id);
-            if store.by_key.get(&key).is_some_and(|i| i.data.id == id) {
-                store.by_key.remove(&key);
-            }
+            store.remove(&id);
         }
         Ok(())
     }
 
     fn inodes(&self) -> usize {
-        self.read().by_id.len()
+        self.read().len()
     }
 
     fn kernel_lookups(&self, id: u64) -> Option<u64> {

@@ -421,6 +421,39 @@ fn a_missing_name_is_cached_as_a_negative_entry<T: InodeTable>() {
 }
 on_both_tables!(a_missing_name_is_cached_as_a_negative_entry);
 
+/// A file's inode number is the host's, through `stat` and a listing
+/// (`d_ino`), for every name of it, and stays so after the kernel forgot
+/// the inode and looked it up again (git, `find -samefile`, `tar`, `du` and
+/// `rsync -H` compare these numbers).
+fn an_inode_number_is_the_hosts_and_outlives_forgets<T: InodeTable>() {
+    use std::os::unix::fs::{DirEntryExt, MetadataExt};
+    with_mount::<T>(|m| {
+        fs::create_dir(m.at("d")).unwrap();
+        fs::write(m.at("d/f"), b"data").unwrap();
+        fs::hard_link(m.at("d/f"), m.at("g")).unwrap();
+        let names = ["", "d", "d/f", "g"];
+        let seen = |m: &Mount<T>| -> Vec<u64> {
+            let mut inos: Vec<u64> = names
+                .iter()
+                .map(|n| fs::symlink_metadata(m.at(n)).unwrap().ino())
+                .collect();
+            let listed = fs::read_dir(m.at("d")).unwrap().map(|e| e.unwrap().ino());
+            inos.extend(listed);
+            inos
+        };
+        let mut host: Vec<u64> = names
+            .iter()
+            .map(|n| fs::symlink_metadata(m.host(n)).unwrap().ino())
+            .collect();
+        host.push(host[2]);
+        assert_eq!(seen(m), host, "stat and d_ino report the host's numbers");
+        assert_eq!(host[2], host[3], "one number for both names");
+        assert!(m.forget_all(), "the kernel forgot every inode");
+        assert_eq!(seen(m), host, "the same numbers once looked up again");
+    });
+}
+on_both_tables!(an_inode_number_is_the_hosts_and_outlives_forgets);
+
 /// A directory's listing is cached by the kernel across opens: a second
 /// listing reaches the server with no `READDIR`, and a create through the
 /// mount drops the cached listing at once.
