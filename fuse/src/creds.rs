@@ -6,17 +6,85 @@
 //! All three are per-thread here: `setfsuid`/`setfsgid` are per-thread
 //! system calls, and `setgroups` is issued as a raw system call, because
 //! glibc's wrapper changes the groups of every thread of the process.
+//!
+//! What a switch costs, per request of a caller other than root:
+//! - `setfsuid` to the caller and back to 0 after the request (two system
+//!   calls): the way back is needed, since a filesystem uid other than 0
+//!   drops the capabilities the server's own work needs (reopening an
+//!   inode by file handle takes `CAP_DAC_READ_SEARCH`);
+//! - `setfsgid` and `setgroups` only when they differ from what the
+//!   thread has: they stay after the request, since with a filesystem uid
+//!   of 0 the server's checks pass by capability whatever its gid and
+//!   groups, and the server creates nothing on its own account;
+//! - the groups are read from `/proc/PID/status` once per process and
+//!   thread for [`GROUPS_TTL`], not per request.
+//!
+//! Why a cached list of groups is safe: the mount always has
+//! `default_permissions`, so the kernel checks every request against the
+//! caller's groups of the moment before the server sees it; the host's
+//! check under the caller's credentials is the second one, for what the
+//! kernel's cached attributes do not show, which they may also miss for
+//! the attribute timeout. A process that leaves a group, or a new process
+//! with a reused pid, is checked with the old list by the host for at most
+//! [`GROUPS_TTL`], and by the kernel with its own list at once.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fs;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use nix::unistd::{Gid, Uid};
 
+/// How long a serving thread trusts the groups it read for a process.
+pub(crate) const GROUPS_TTL: Duration = Duration::from_secs(1);
+
+/// Processes whose groups a thread remembers; past this, it forgets all.
+const GROUPS_CACHED: usize = 256;
+
+/// What the credential switches cost a server: counted so tests can hold
+/// the per-request cost to its bound.
+#[derive(Debug, Default)]
+pub(crate) struct CredCounts {
+    /// `setfsuid`, `setfsgid` and `setgroups` calls.
+    pub(crate) switches: AtomicU64,
+    /// Reads of a process's groups from `/proc`.
+    pub(crate) group_reads: AtomicU64,
+}
+
+impl CredCounts {
+    fn count(counter: &AtomicU64, n: u64) {
+        // Relaxed: a counter for tests and reports.
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// A serving thread's credentials beyond its filesystem uid, and the
+/// groups it read.
+struct ThreadCreds {
+    /// The thread's filesystem gid.
+    fsgid: u32,
+    /// The thread's supplementary groups.
+    groups: Vec<libc::gid_t>,
+    /// Groups read per process, with when.
+    read: HashMap<u32, (Instant, Vec<libc::gid_t>)>,
+}
+
+thread_local! {
+    static THREAD: RefCell<ThreadCreds> = RefCell::new(ThreadCreds {
+        fsgid: 0,
+        groups: Vec::new(),
+        read: HashMap::new(),
+    });
+}
+
 /// The caller's credentials, in effect until dropped (then the server's
-/// are restored). A no-op when the server is not root (it cannot switch)
-/// or the caller is root.
-pub(crate) struct AsCaller {
-    switched: bool,
+/// filesystem uid is restored). A no-op when the server is not root (it
+/// cannot switch); for a caller of uid 0 only the gid is switched (new
+/// files are the caller's group), since capabilities pass every check.
+pub(crate) struct AsCaller<'a> {
+    switched: Option<&'a CredCounts>,
 }
 
 /// Whether this process may switch (it runs as root).
@@ -53,33 +121,89 @@ fn set_thread_groups(groups: &[libc::gid_t]) -> io::Result<()> {
     }
 }
 
-impl AsCaller {
+impl ThreadCreds {
+    /// The groups of `pid`, read again if this thread's copy is older than
+    /// [`GROUPS_TTL`].
+    fn groups_of(&mut self, pid: u32, counts: &CredCounts) -> Vec<libc::gid_t> {
+        let now = Instant::now();
+        if let Some((at, groups)) = self.read.get(&pid) {
+            if now.duration_since(*at) < GROUPS_TTL {
+                return groups.clone();
+            }
+        }
+        if self.read.len() >= GROUPS_CACHED {
+            self.read.clear();
+        }
+        CredCounts::count(&counts.group_reads, 1);
+        let groups = groups_of(pid);
+        self.read.insert(pid, (now, groups.clone()));
+        groups
+    }
+
+    /// Switches to `gid` and `groups` where the thread differs.
+    fn switch(
+        &mut self,
+        gid: u32,
+        groups: Vec<libc::gid_t>,
+        counts: &CredCounts,
+    ) -> io::Result<()> {
+        if groups != self.groups {
+            CredCounts::count(&counts.switches, 1);
+            set_thread_groups(&groups)?;
+            self.groups = groups;
+        }
+        if gid != self.fsgid {
+            CredCounts::count(&counts.switches, 1);
+            nix::unistd::setfsgid(Gid::from_raw(gid));
+            self.fsgid = gid;
+        }
+        Ok(())
+    }
+}
+
+impl<'a> AsCaller<'a> {
     /// Switches this thread to `uid`, `gid` and the groups of `pid`.
     ///
     /// # Errors
     ///
-    /// The `setgroups` failure, if any (nothing switched then).
-    pub(crate) fn enter(uid: u32, gid: u32, pid: u32, server_is_root: bool) -> io::Result<Self> {
-        if !server_is_root || (uid == 0 && gid == 0) {
-            return Ok(AsCaller { switched: false });
+    /// The `setgroups` failure, if any (the filesystem uid not switched
+    /// then).
+    pub(crate) fn enter(
+        uid: u32,
+        gid: u32,
+        pid: u32,
+        server_is_root: bool,
+        counts: &'a CredCounts,
+    ) -> io::Result<Self> {
+        if !server_is_root {
+            return Ok(AsCaller { switched: None });
         }
-        // Groups and gid first: switching the fsuid away from 0 drops the
-        // filesystem capabilities (not CAP_SETGID, but the order keeps it
-        // obvious).
-        set_thread_groups(&groups_of(pid))?;
-        nix::unistd::setfsgid(Gid::from_raw(gid));
+        // Groups and gid first, while the filesystem uid is 0.
+        THREAD.with(|t| {
+            let mut t = t.borrow_mut();
+            let groups = if uid == 0 {
+                t.groups.clone()
+            } else {
+                t.groups_of(pid, counts)
+            };
+            t.switch(gid, groups, counts)
+        })?;
+        if uid == 0 {
+            return Ok(AsCaller { switched: None });
+        }
+        CredCounts::count(&counts.switches, 1);
         nix::unistd::setfsuid(Uid::from_raw(uid));
-        Ok(AsCaller { switched: true })
+        Ok(AsCaller {
+            switched: Some(counts),
+        })
     }
 }
 
-impl Drop for AsCaller {
+impl Drop for AsCaller<'_> {
     fn drop(&mut self) {
-        if self.switched {
+        if let Some(counts) = self.switched {
+            CredCounts::count(&counts.switches, 1);
             nix::unistd::setfsuid(Uid::from_raw(0));
-            nix::unistd::setfsgid(Gid::from_raw(0));
-            // Root serves with no supplementary groups.
-            let _ = set_thread_groups(&[]);
         }
     }
 }

@@ -28,7 +28,7 @@ use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::Mode;
 use nix::sys::time::TimeSpec;
 
-use crate::creds::{self, AsCaller};
+use crate::creds::{self, AsCaller, CredCounts};
 use crate::descriptors::{DescriptorStats, Descriptors};
 use crate::handles::{DirStream, Handles, Open};
 use crate::host::{self, check_name, errno, stat_fd};
@@ -64,6 +64,7 @@ pub struct Passthrough<T: InodeTable> {
     pub(crate) by_handle: Option<(OwnedFd, i32)>,
     pub(crate) descriptors: Descriptors,
     server_is_root: bool,
+    cred_counts: CredCounts,
     refused_forgets: AtomicU64,
     /// `LOOKUP` requests served, found or not.
     lookups: AtomicU64,
@@ -162,6 +163,7 @@ impl<T: InodeTable> Passthrough<T> {
             by_handle,
             descriptors: Descriptors::new(options.descriptor_budget.unwrap_or_else(default_budget)),
             server_is_root: creds::can_switch(),
+            cred_counts: CredCounts::default(),
             refused_forgets: AtomicU64::new(0),
             lookups: AtomicU64::new(0),
             listings: AtomicU64::new(0),
@@ -216,8 +218,25 @@ impl<T: InodeTable> Passthrough<T> {
         self.listings.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn as_caller(&self, req: &Request) -> Result<AsCaller, Errno> {
-        AsCaller::enter(req.uid(), req.gid(), req.pid(), self.server_is_root).map_err(Errno::from)
+    pub(crate) fn as_caller(&self, req: &Request) -> Result<AsCaller<'_>, Errno> {
+        AsCaller::enter(
+            req.uid(),
+            req.gid(),
+            req.pid(),
+            self.server_is_root,
+            &self.cred_counts,
+        )
+        .map_err(Errno::from)
+    }
+
+    /// `setfsuid`, `setfsgid` and `setgroups` calls made for callers.
+    pub fn credential_switches(&self) -> u64 {
+        self.cred_counts.switches.load(Ordering::Relaxed)
+    }
+
+    /// Reads of a caller's groups from `/proc`.
+    pub fn group_reads(&self) -> u64 {
+        self.cred_counts.group_reads.load(Ordering::Relaxed)
     }
 
     /// Looks `name` up in the directory `parent` on the host and counts one
