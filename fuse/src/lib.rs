@@ -26,6 +26,7 @@
 //! |---|---|
 //! | the table interface, [`Key`], [`ForgetError`] | `table.rs` |
 //! | the node id (and `st_ino`) of a host inode | `node_id.rs` |
+//! | the lockref table's guess of a node id's slot | `slot_hints.rs` |
 //! | [`LockrefTable`] (lockref) | `lockref_inodes.rs` |
 //! | [`VirtiofsdTable`] (virtiofsd-style) | `virtiofsd_inodes.rs` |
 //! | [`DashmapTable`] (on `dashmap`, measured only) | `dashmap_inodes.rs` |
@@ -72,6 +73,7 @@ mod options;
 mod ranges;
 #[cfg(feature = "server")]
 mod server;
+mod slot_hints;
 mod table;
 mod virtiofsd_inodes;
 mod workload;

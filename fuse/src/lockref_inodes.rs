@@ -1,8 +1,11 @@
 //! [`LockrefTable`]: the inode table on [`lockref_table::Table`], lockref's
 //! safe table of counted objects, keyed by node id (a function of the host
-//! inode, [`NodeIds`]). A request naming a node id and a `LOOKUP` that hits
-//! both walk a bucket's chain under an epoch pin (no lock, no other shared
-//! write) and take their reference with one atomic on the inode; the
+//! inode, [`NodeIds`]). A request naming a node id reaches its inode by the
+//! slot a [`SlotHints`] remembers for it, taking its reference with one
+//! atomic on the inode, with no lock and no epoch pin (the slot's memory is
+//! type-stable, and the node id is compared after the reference is taken);
+//! without a hint, and for a `LOOKUP` that hits, it walks a bucket's chain
+//! under an epoch pin (no lock, no other shared write); the
 //! kernel's lookups are the
 //! table's peer references (`Table::hand_out`), given back by `FORGET`
 //! without a lock unless they are the last; an inode with no reference
@@ -15,6 +18,7 @@ use lockref_table::{Config, Handle, Table, TableError};
 
 use crate::host_inode::HostInode;
 use crate::node_id::NodeIds;
+use crate::slot_hints::SlotHints;
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 
 /// An inode of the counted table.
@@ -43,6 +47,8 @@ impl Deref for LockrefInode {
 pub struct LockrefTable<const KEEP_UNUSED: usize = 0> {
     table: Table<u64, LockrefInode>,
     ids: NodeIds,
+    /// Which slot holds a node id, so a request reaches its inode by slot.
+    hints: SlotHints,
     /// The table's own reference on the root, which never leaves.
     _root: Handle<u64, LockrefInode>,
 }
@@ -76,6 +82,7 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
         LockrefTable {
             table,
             ids: NodeIds::new(key),
+            hints: SlotHints::new(),
             _root: root,
         }
     }
@@ -85,18 +92,28 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
         // The reference is the kernel's, given back by `forget`: one atomic
         // on the inode when the kernel holds it already. The table's own
         // id for the entry (its slot) is not the node id.
-        self.table.hand_out(id, |_| LockrefInode {
+        let slot = self.table.hand_out(id, |_| LockrefInode {
             data: InodeData {
                 id,
                 key,
                 host: host(),
             },
         });
+        self.hints.remember(id, slot);
         id
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {
-        self.table.find(&id)
+        // By the hinted slot: no pin, no hash; its inode is the one asked
+        // for only if its node id says so, read under the reference.
+        if let Some(slot) = self.hints.slot(id) {
+            if let Some(inode) = self.table.get(slot).ok().filter(|i| i.data.id == id) {
+                return Some(inode);
+            }
+        }
+        let inode = self.table.find(&id)?;
+        self.hints.remember(id, inode.id());
+        Some(inode)
     }
 
     fn forget(&self, id: u64, n: u64) -> Result<(), ForgetError> {
