@@ -19,6 +19,15 @@
 //! - the groups are read from `/proc/PID/status` once per process and
 //!   thread for [`GROUPS_TTL`], not per request.
 //!
+//! A serving thread also gives up `CAP_SYS_RESOURCE` before its first
+//! request (effective and permitted, so for good): with it, every write
+//! made as any caller could use the blocks a filesystem keeps for root
+//! (ext4's reserved blocks) and pass quota limits. The server needs it
+//! for nothing: its descriptor limit is raised to the hard limit, which
+//! takes no capability. A write is made as its file's opener (see
+//! `handles::Opener`), so a mapped file's pages, which the kernel writes
+//! back in requests of uid 0, meet the opener's limits too.
+//!
 //! Why a cached list of groups is safe: the mount always has
 //! `default_permissions`, so the kernel checks every request against the
 //! caller's groups of the moment before the server sees it; the host's
@@ -35,6 +44,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use caps::{CapSet, Capability};
 use nix::unistd::{Gid, Uid};
 
 /// How long a serving thread trusts the groups it read for a process.
@@ -69,6 +79,8 @@ struct ThreadCreds {
     groups: Vec<libc::gid_t>,
     /// Groups read per process, with when.
     read: HashMap<u32, (Instant, Vec<libc::gid_t>)>,
+    /// Whether the thread gave up `CAP_SYS_RESOURCE`.
+    without_resource_cap: bool,
 }
 
 thread_local! {
@@ -76,6 +88,7 @@ thread_local! {
         fsgid: 0,
         groups: Vec::new(),
         read: HashMap::new(),
+        without_resource_cap: false,
     });
 }
 
@@ -122,6 +135,18 @@ fn set_thread_groups(groups: &[libc::gid_t]) -> io::Result<()> {
 }
 
 impl ThreadCreds {
+    /// Gives up `CAP_SYS_RESOURCE` for this thread, once.
+    fn drop_resource_cap(&mut self) -> io::Result<()> {
+        if self.without_resource_cap {
+            return Ok(());
+        }
+        for set in [CapSet::Effective, CapSet::Permitted] {
+            caps::drop(None, set, Capability::CAP_SYS_RESOURCE).map_err(io::Error::other)?;
+        }
+        self.without_resource_cap = true;
+        Ok(())
+    }
+
     /// The groups of `pid`, read again if this thread's copy is older than
     /// [`GROUPS_TTL`].
     fn groups_of(&mut self, pid: u32, counts: &CredCounts) -> Vec<libc::gid_t> {
@@ -181,6 +206,7 @@ impl<'a> AsCaller<'a> {
         // Groups and gid first, while the filesystem uid is 0.
         THREAD.with(|t| {
             let mut t = t.borrow_mut();
+            t.drop_resource_cap()?;
             let groups = if uid == 0 {
                 t.groups.clone()
             } else {

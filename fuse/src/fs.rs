@@ -30,7 +30,7 @@ use nix::sys::time::TimeSpec;
 
 use crate::creds::{self, AsCaller, CredCounts};
 use crate::descriptors::{DescriptorStats, Descriptors};
-use crate::handles::{DirStream, Handles, Open};
+use crate::handles::{DirStream, Handles, Open, Opener};
 use crate::host::{self, check_name, errno, stat_fd};
 use crate::host_inode::HostInode;
 use crate::live::Live;
@@ -87,6 +87,15 @@ pub(crate) struct SetAttr {
     pub(crate) fh: Option<FileHandle>,
     /// A ctime change (`chown(f, -1, -1)` sends only this).
     pub(crate) ctime: bool,
+}
+
+/// Who a file is opened for.
+fn opener_of(req: &Request) -> Opener {
+    Opener {
+        uid: req.uid(),
+        gid: req.gid(),
+        pid: req.pid(),
+    }
 }
 
 fn timespec(t: Option<TimeOrNow>) -> TimeSpec {
@@ -354,7 +363,7 @@ impl<T: InodeTable> Passthrough<T> {
             let len = i64::try_from(size).map_err(|_| Errno::EFBIG)?;
             match fh.map(|fh| self.handles.file(fh)).transpose()? {
                 Some(h) => match &h.open {
-                    Open::File(f) => nix::unistd::ftruncate(f, len).map_err(errno)?,
+                    Open::File(f, _) => nix::unistd::ftruncate(f, len).map_err(errno)?,
                     Open::Dir(_) => return Err(Errno::EISDIR),
                 },
                 None if is_symlink => return Err(Errno::EINVAL),
@@ -426,12 +435,15 @@ impl<T: InodeTable> Passthrough<T> {
             Mode::empty(),
         )
         .map_err(errno)?;
-        Ok(self.handles.add(inode.inode, Open::File(File::from(fd))))
+        let opener = opener_of(req);
+        Ok(self
+            .handles
+            .add(inode.inode, Open::File(File::from(fd), opener)))
     }
 
     pub(crate) fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
         let h = self.handles.file(fh)?;
-        let Open::File(f) = &h.open else {
+        let Open::File(f, _) = &h.open else {
             return Err(Errno::EISDIR);
         };
         // Untrusted numbers: no offset the host cannot take, and no
@@ -451,20 +463,22 @@ impl<T: InodeTable> Passthrough<T> {
         Ok(buf)
     }
 
-    pub(crate) fn do_write(
-        &self,
-        req: &Request,
-        fh: FileHandle,
-        offset: u64,
-        data: &[u8],
-    ) -> Result<u32, Errno> {
+    pub(crate) fn do_write(&self, fh: FileHandle, offset: u64, data: &[u8]) -> Result<u32, Errno> {
         let h = self.handles.file(fh)?;
-        let Open::File(f) = &h.open else {
+        let Open::File(f, opener) = &h.open else {
             return Err(Errno::EISDIR);
         };
-        // The caller's credentials: a write clears setuid bits as the
-        // caller would.
-        let _as = self.as_caller(req)?;
+        // The opener's credentials, whoever sent the write (the kernel
+        // writes a mapped file's pages back as uid 0): the write clears
+        // set-id bits as the opener would, and meets the opener's limits,
+        // not root's (the blocks a filesystem keeps for root).
+        let _as = AsCaller::enter(
+            opener.uid,
+            opener.gid,
+            opener.pid,
+            self.server_is_root,
+            &self.cred_counts,
+        )?;
         let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
         i64::try_from(end).map_err(|_| Errno::EFBIG)?;
         f.write_all_at(data, offset)?;
@@ -494,7 +508,11 @@ impl<T: InodeTable> Passthrough<T> {
         // The kernel holds the lookup just counted until our reply: the
         // handle's own reference cannot miss.
         let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;
-        Ok((attr, self.handles.add(inode, Open::File(File::from(fd)))))
+        let opener = opener_of(req);
+        Ok((
+            attr,
+            self.handles.add(inode, Open::File(File::from(fd), opener)),
+        ))
     }
 
     pub(crate) fn do_opendir(&self, req: &Request, ino: INodeNo) -> Result<FileHandle, Errno> {

@@ -18,10 +18,22 @@ use nix::sys::stat::Mode;
 use crate::host::errno;
 
 pub(crate) enum Open {
-    File(File),
+    /// A file, with who opened it: its writes run as them.
+    File(File, Opener),
     /// A directory, listed from the host at each `READDIR` (offsets are the
     /// host's own seek cookies, as getdents and telldir use them).
     Dir(DirStream),
+}
+
+/// Who opened a file: the `OPEN` or `CREATE` request's uid, gid and pid.
+/// The kernel sends the writes of a mapped file's dirty pages in
+/// requests of its own (uid 0 then), so a write is made as the opener,
+/// whose limits (the blocks a filesystem keeps for root) it must meet.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Opener {
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) pid: u32,
 }
 
 /// An open file or directory: holds a reference on its inode.
@@ -72,7 +84,7 @@ impl<R> Handles<R> {
     pub(crate) fn file(&self, fh: FileHandle) -> Result<Arc<Handle<R>>, Errno> {
         let h = self.get(fh)?;
         match h.open {
-            Open::File(_) => Ok(h),
+            Open::File(..) => Ok(h),
             Open::Dir(_) => Err(Errno::EISDIR),
         }
     }
@@ -82,7 +94,7 @@ impl<R> Handles<R> {
         let h = self.get(fh)?;
         match h.open {
             Open::Dir(_) => Ok(h),
-            Open::File(_) => Err(Errno::ENOTDIR),
+            Open::File(..) => Err(Errno::ENOTDIR),
         }
     }
 

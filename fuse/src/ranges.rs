@@ -29,7 +29,7 @@ const MAX_COPY: u64 = (u32::MAX as u64) & !0xfff;
 /// The file a handle has open, or `EISDIR` for a directory handle.
 fn file_of<R>(h: &Handle<R>) -> Result<&File, Errno> {
     match &h.open {
-        Open::File(f) => Ok(f),
+        Open::File(f, _) => Ok(f),
         Open::Dir(_) => Err(Errno::EISDIR),
     }
 }

@@ -280,7 +280,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
 
     fn write(
         &self,
-        req: &Request,
+        _req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -290,7 +290,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        reply_with!(reply, self.0.do_write(req, fh, offset, data), |n| reply
+        reply_with!(reply, self.0.do_write(fh, offset, data), |n| reply
             .written(n));
     }
 
@@ -328,7 +328,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         reply: ReplyEmpty,
     ) {
         let r = self.0.handles.file(fh).and_then(|h| match &h.open {
-            Open::File(f) => if datasync {
+            Open::File(f, _) => if datasync {
                 f.sync_data()
             } else {
                 f.sync_all()

@@ -315,6 +315,114 @@ fn credentials_under_stress<T: InodeTable>() {
     }
 }
 
+/// An ext4 volume, mounted by loop device under the shared directory for
+/// the length of a test, unmounted even when the test fails.
+struct LoopVolume {
+    at: std::path::PathBuf,
+}
+
+impl LoopVolume {
+    /// A 64 MiB ext4 volume keeping half its blocks for root, at `at`
+    /// (an empty directory), writable by everyone.
+    fn with_half_reserved(image: &Path, at: &Path) -> Self {
+        fs::File::create(image).unwrap().set_len(64 << 20).unwrap();
+        sh(&format!("mkfs.ext4 -q -F -m 50 {}", image.display()));
+        sh(&format!(
+            "mount -o loop {} {}",
+            image.display(),
+            at.display()
+        ));
+        fs::set_permissions(at, fs::Permissions::from_mode(0o777)).unwrap();
+        LoopVolume { at: at.to_owned() }
+    }
+
+    /// Unmounts it (its loop device goes with it).
+    fn unmount(self) {
+        sh(&format!("umount {}", self.at.display()));
+        std::mem::forget(self);
+    }
+
+    /// Bytes a user other than root may still allocate.
+    fn available_to_users(&self) -> u64 {
+        let st = nix::sys::statvfs::statvfs(&self.at).unwrap();
+        st.blocks_available() * st.fragment_size()
+    }
+}
+
+impl Drop for LoopVolume {
+    /// On a failure: detached, whatever still holds it.
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.at)
+            .status();
+    }
+}
+
+/// N3 of the second audit: a user filled the blocks ext4 keeps for root,
+/// through writes (the server kept `CAP_SYS_RESOURCE` under the caller's
+/// filesystem uid) and through a mapped file (the kernel writes its pages
+/// back as uid 0). Both now stop where the user's own writes on the host
+/// would: `ENOSPC` at the blocks available to users.
+fn users_cannot_fill_the_blocks_kept_for_root<T: InodeTable>() {
+    with_mount::<T>(|m| {
+        let image = m.host("").parent().unwrap().join("reserved.img");
+        fs::create_dir(m.host("vol")).unwrap();
+        let volume = LoopVolume::with_half_reserved(&image, &m.host("vol"));
+        let available = volume.available_to_users();
+        let script = format!(
+            "import mmap, os\n\
+             def fill(path):\n\
+             \x20   n = 0\n\
+             \x20   with open(path, 'wb') as f:\n\
+             \x20       try:\n\
+             \x20           while n < 64 << 20:\n\
+             \x20               n += f.write(b'w' * (1 << 20)); f.flush()\n\
+             \x20       except OSError as e: return n, e.errno\n\
+             \x20   return n, 0\n\
+             print('write', *fill('{dir}/w'))\n\
+             fd = os.open('{dir}/m', os.O_RDWR | os.O_CREAT, 0o644)\n\
+             os.ftruncate(fd, 16 << 20)\n\
+             mm = mmap.mmap(fd, 16 << 20)\n\
+             mm[:] = b'm' * (16 << 20)\n\
+             try: mm.flush(); print('mapped ok')\n\
+             except OSError as e: print('mapped', e.errno)\n",
+            dir = m.at("vol").display()
+        );
+        let out = as_user(65534, PYTHON)
+            .arg("-c")
+            .arg(script)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let used: u64 = ["w", "m"]
+            .iter()
+            .map(|f| fs::metadata(m.host(&format!("vol/{f}"))).unwrap().blocks() * 512)
+            .sum();
+        assert!(
+            used <= available + (1 << 20),
+            "{said}: {used} bytes allocated, {available} available to users"
+        );
+        let ended = said.lines().next().unwrap_or_default().rsplit(' ').next();
+        assert_eq!(ended, Some("28"), "the writes end in ENOSPC: {said}");
+        eprintln!(
+            "{}: {said}{used} bytes allocated, {available} available to users",
+            T::NAME
+        );
+        fs::remove_file(m.host("vol/w")).unwrap();
+        fs::remove_file(m.host("vol/m")).unwrap();
+        // The server's descriptors on the volume go with the inodes.
+        assert!(m.forget_all());
+        volume.unmount();
+        fs::remove_file(image).unwrap();
+    });
+}
+
 on_both_tables!(
     dotdot_never_leaves_the_share,
     escaping_symlinks_reach_nothing_on_the_host,
@@ -322,4 +430,5 @@ on_both_tables!(
     reopening_through_proc_gains_nothing,
     no_devices_setid_roots_or_links_to_roots_files,
     credentials_under_stress,
+    users_cannot_fill_the_blocks_kept_for_root,
 );
