@@ -30,8 +30,12 @@
 //! | [`LockrefTable`] (lockref) | `lockref_inodes.rs` |
 //! | [`VirtiofsdTable`] (virtiofsd-style) | `virtiofsd_inodes.rs` |
 //! | [`DashmapTable`] (on `dashmap`, measured only) | `dashmap_inodes.rs` |
-//! | the FUSE operations on the host, [`Passthrough`] | `fs.rs` |
-//! | the fuser `Filesystem` that replies, [`Server`] | `server.rs` |
+//! | the filesystem's state, how a request reaches its inode, [`Passthrough`] | `fs.rs` |
+//! | `LOOKUP`, `MKNOD`, `MKDIR`, `SYMLINK`, `LINK`, `UNLINK`, `RMDIR`, `RENAME`, `READLINK` | `names.rs` |
+//! | `GETATTR`, `SETATTR`, `ACCESS`, `STATFS` | `attrs.rs` |
+//! | `OPEN`, `CREATE`, `READ`, `WRITE`, `FLUSH`, `FSYNC`, `RELEASE` | `files.rs` |
+//! | `OPENDIR`, `READDIR`, `READDIRPLUS`, `FSYNCDIR` | `dirs.rs` |
+//! | the fuser `Filesystem`: each request to its operation, the result as the reply, [`Server`] | `server.rs` |
 //! | open file and directory handles | `handles.rs` |
 //! | the caller's credentials per request | `creds.rs` |
 //! | mount options, [`mount::spawn`], [`mount::serve`] | `mount.rs` |
@@ -40,20 +44,26 @@
 //! | `name_to_handle_at`, `open_by_handle_at` | `file_handle.rs` |
 //! | the bounded cache of reopened descriptors | `descriptors.rs` |
 //! | a request's inode with its descriptor (`Live`) | `live.rs` |
-//! | [`Options`], [`HostInodes`] | `options.rs` |
+//! | [`Options`], [`HostInodes`], [`DEFAULT_TTL`] | `options.rs` |
 //! | extended attributes and POSIX ACLs | `xattr.rs` |
 //! | fallocate, `SEEK_DATA`/`SEEK_HOLE`, copy_file_range | `ranges.rs` |
 //! | [`RequestMix`], [`HotInode`]: the tables' share of requests, for measurements | `workload.rs` |
 
 #[cfg(feature = "server")]
+mod attrs;
+#[cfg(feature = "server")]
 mod creds;
 mod dashmap_inodes;
 #[cfg(feature = "server")]
 mod descriptors;
+#[cfg(feature = "server")]
+mod dirs;
 #[cfg(feature = "testing")]
 mod fault;
 #[cfg(feature = "server")]
 mod file_handle;
+#[cfg(feature = "server")]
+mod files;
 #[cfg(feature = "server")]
 mod fs;
 #[cfg(feature = "server")]
@@ -66,6 +76,8 @@ mod live;
 mod lockref_inodes;
 #[cfg(feature = "server")]
 pub mod mount;
+#[cfg(feature = "server")]
+mod names;
 mod node_id;
 #[cfg(feature = "server")]
 mod options;
@@ -84,13 +96,13 @@ pub use crate::dashmap_inodes::{DashmapInode, DashmapTable};
 #[cfg(feature = "server")]
 pub use crate::descriptors::DescriptorStats;
 #[cfg(feature = "server")]
-pub use crate::fs::{Passthrough, DEFAULT_TTL};
+pub use crate::fs::Passthrough;
 pub use crate::host_inode::{DescriptorSlot, FileHandleBytes, HostInode};
 pub use crate::lockref_inodes::{LockrefInode, LockrefTable};
 #[cfg(feature = "server")]
 pub use crate::mount::MountConfig;
 #[cfg(feature = "server")]
-pub use crate::options::{HostInodes, Options};
+pub use crate::options::{HostInodes, Options, DEFAULT_TTL};
 #[cfg(feature = "server")]
 pub use crate::server::Server;
 pub use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use crate::fs::DEFAULT_TTL;
+/// How long the kernel may trust an entry or attributes without asking,
+/// unless [`Options::ttl`] says otherwise.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(1);
 
 /// How the inode table names host inodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -4,7 +4,6 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -14,12 +13,9 @@ use fuser::{
     ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
     ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use nix::fcntl::{AtFlags, OFlag};
-use nix::sys::stat::{Mode, SFlag};
 
-use crate::fs::{Passthrough, SetAttr, GENERATION};
-use crate::handles::Open;
-use crate::host::{self, check_name, errno};
+use crate::attrs::SetAttr;
+use crate::fs::{Passthrough, GENERATION};
 use crate::table::InodeTable;
 use crate::xattr::XattrReply;
 
@@ -142,11 +138,8 @@ impl<T: InodeTable> Filesystem for Server<T> {
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
-        let r = self.0.inode(ino).and_then(|i| {
-            let _as = self.0.as_caller(req)?;
-            nix::fcntl::readlinkat(i.fd(), "").map_err(errno)
-        });
-        reply_with!(reply, r, |t| reply.data(t.as_bytes()));
+        reply_with!(reply, self.0.do_readlink(req, ino), |t| reply
+            .data(t.as_bytes()));
     }
 
     fn mknod(
@@ -159,11 +152,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        let r = self.0.make_child(req, parent, name, |dir, name| {
-            let kind = SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits());
-            let perm = Mode::from_bits_truncate(self.0.creation_mode(dir, mode & 0o7777, umask));
-            nix::sys::stat::mknodat(dir, name, kind, perm, u64::from(rdev))
-        });
+        let r = self.0.do_mknod(req, parent, name, mode, umask, rdev);
         reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
     }
 
@@ -176,10 +165,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let r = self.0.make_child(req, parent, name, |dir, name| {
-            let perm = self.0.creation_mode(dir, mode & 0o7777, umask);
-            nix::sys::stat::mkdirat(dir, name, Mode::from_bits_truncate(perm))
-        });
+        let r = self.0.do_mkdir(req, parent, name, mode, umask);
         reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
     }
 
@@ -205,9 +191,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let r = self.0.make_child(req, parent, link_name, |dir, name| {
-            nix::unistd::symlinkat(target, dir, name)
-        });
+        let r = self.0.do_symlink(req, parent, link_name, target);
         reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
     }
 
@@ -221,15 +205,9 @@ impl<T: InodeTable> Filesystem for Server<T> {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let r = (|| {
-            let name = check_name(name)?;
-            let newname = check_name(newname)?;
-            let from = self.0.inode(parent)?;
-            let to = self.0.inode(newparent)?;
-            let flags = nix::fcntl::RenameFlags::from_bits(flags.bits()).ok_or(Errno::EINVAL)?;
-            let _as = self.0.as_caller(req)?;
-            nix::fcntl::renameat2(from.fd(), name, to.fd(), newname, flags).map_err(errno)
-        })();
+        let r = self
+            .0
+            .do_rename(req, parent, name, newparent, newname, flags);
         reply_with!(reply, r, |()| reply.ok());
     }
 
@@ -241,21 +219,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let r = self.0.inode(ino).and_then(|inode| {
-            let path = host::proc_path(inode.fd());
-            // Through /proc (AT_SYMLINK_FOLLOW jumps to the inode), not
-            // AT_EMPTY_PATH, which needs CAP_DAC_READ_SEARCH the caller
-            // may lack.
-            self.0.make_child(req, newparent, newname, |dir, name| {
-                nix::unistd::linkat(
-                    nix::fcntl::AT_FDCWD,
-                    path.as_c_str(),
-                    dir,
-                    name,
-                    AtFlags::AT_SYMLINK_FOLLOW,
-                )
-            })
-        });
+        let r = self.0.do_link(req, ino, newparent, newname);
         reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
     }
 
@@ -302,8 +266,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Nothing buffered here: every write went to the host.
-        reply_with!(reply, self.0.handles.file(fh), |_| reply.ok());
+        reply_with!(reply, self.0.do_flush(fh), |()| reply.ok());
     }
 
     fn release(
@@ -316,7 +279,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        reply_with!(reply, self.0.handles.remove(fh), |()| reply.ok());
+        reply_with!(reply, self.0.do_release(fh), |()| reply.ok());
     }
 
     fn fsync(
@@ -327,31 +290,11 @@ impl<T: InodeTable> Filesystem for Server<T> {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let r = self.0.handles.file(fh).and_then(|h| match &h.open {
-            Open::File(f, _) => if datasync {
-                f.sync_data()
-            } else {
-                f.sync_all()
-            }
-            .map_err(Errno::from),
-            Open::Dir(_) => Err(Errno::EISDIR),
-        });
-        reply_with!(reply, r, |()| reply.ok());
+        reply_with!(reply, self.0.do_fsync(fh, datasync), |()| reply.ok());
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        // With entries cached at all, the kernel may cache the listing too
-        // (`FOPEN_CACHE_DIR`) and keep it across opens (`FOPEN_KEEP_CACHE`),
-        // as libfuse's passthrough does with caching on: it drops it when
-        // the directory changes through this mount (its version moves) or
-        // its mtime does (seen after the attribute timeout, for changes
-        // made on the host directly).
-        let flags = if self.0.ttl.is_zero() {
-            FopenFlags::empty()
-        } else {
-            FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
-        };
-        reply_with!(reply, self.0.do_opendir(req, ino), |fh| reply
+        reply_with!(reply, self.0.do_opendir(req, ino), |(fh, flags)| reply
             .opened(fh, flags));
     }
 
@@ -363,34 +306,9 @@ impl<T: InodeTable> Filesystem for Server<T> {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        // Relaxed: a counter for tests and reports.
-        self.0.listings.fetch_add(1, Ordering::Relaxed);
-        let h = match self.0.handles.dir(fh) {
-            Ok(h) => h,
-            Err(e) => return reply.error(e),
-        };
-        let Open::Dir(stream) = &h.open else {
-            return reply.error(Errno::ENOTDIR);
-        };
-        let mut added = false;
-        let listed = stream.list_from(offset, |entry| {
-            let kind = entry.kind.unwrap_or(fuser::FileType::RegularFile);
-            if reply.add(
-                INodeNo(entry.ino),
-                entry.next,
-                kind,
-                OsStr::from_bytes(entry.name),
-            ) {
-                return std::ops::ControlFlow::Break(());
-            }
-            added = true;
-            std::ops::ControlFlow::Continue(())
-        });
-        match listed {
-            // Nothing sent yet: the error is the reply. Otherwise the
-            // entries gathered go, and the error comes with the next call.
-            Err(e) if !added => reply.error(e),
-            _ => reply.ok(),
+        match self.0.do_readdir(fh, offset, &mut reply) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
         }
     }
 
@@ -416,7 +334,7 @@ impl<T: InodeTable> Filesystem for Server<T> {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        reply_with!(reply, self.0.handles.remove(fh), |()| reply.ok());
+        reply_with!(reply, self.0.do_release(fh), |()| reply.ok());
     }
 
     fn fsyncdir(
@@ -427,25 +345,11 @@ impl<T: InodeTable> Filesystem for Server<T> {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let r = self.0.inode(ino).and_then(|i| {
-            let fd = nix::fcntl::openat(
-                i.fd(),
-                ".",
-                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(errno)?;
-            nix::unistd::fsync(&fd).map_err(errno)
-        });
-        reply_with!(reply, r, |()| reply.ok());
+        reply_with!(reply, self.0.do_fsyncdir(ino), |()| reply.ok());
     }
 
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
-        let r = self
-            .0
-            .inode(ino)
-            .and_then(|i| nix::sys::statvfs::fstatvfs(i.fd()).map_err(errno));
-        reply_with!(reply, r, |s| reply.statfs(
+        reply_with!(reply, self.0.do_statfs(ino), |s| reply.statfs(
             s.blocks(),
             s.blocks_free(),
             s.blocks_available(),

@@ -1,0 +1,163 @@
+//! The operations on open directories: `OPENDIR`, `READDIR`,
+//! `READDIRPLUS` and `FSYNCDIR` (`RELEASEDIR` is a file's release).
+
+use std::ffi::OsStr;
+use std::ops::ControlFlow;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::Ordering;
+
+use fuser::{Errno, FileHandle, FopenFlags, INodeNo, ReplyDirectory, ReplyDirectoryPlus, Request};
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::Mode;
+
+use crate::fs::{Passthrough, GENERATION};
+use crate::handles::{DirStream, Open};
+use crate::host::{self, errno};
+use crate::table::{InodeTable, ROOT_ID};
+
+impl<T: InodeTable> Passthrough<T> {
+    pub(crate) fn do_opendir(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+    ) -> Result<(FileHandle, FopenFlags), Errno> {
+        let inode = self.inode(ino)?;
+        let _as = self.as_caller(req)?;
+        let stream = DirStream::open(inode.fd())?;
+        // With entries cached at all, the kernel may cache the listing too
+        // (`FOPEN_CACHE_DIR`) and keep it across opens (`FOPEN_KEEP_CACHE`),
+        // as libfuse's passthrough does with caching on: it drops it when
+        // the directory changes through this mount (its version moves) or
+        // its mtime does (seen after the attribute timeout, for changes
+        // made on the host directly).
+        let flags = if self.ttl.is_zero() {
+            FopenFlags::empty()
+        } else {
+            FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
+        };
+        Ok((self.handles.add(inode.inode, Open::Dir(stream)), flags))
+    }
+
+    pub(crate) fn do_readdirplus(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        reply: &mut ReplyDirectoryPlus,
+    ) -> Result<(), Errno> {
+        // Relaxed: a counter for tests and reports.
+        self.listings.fetch_add(1, Ordering::Relaxed);
+        let dir = self.inode(ino)?;
+        let h = self.handles.dir(fh)?;
+        let Open::Dir(stream) = &h.open else {
+            return Err(Errno::ENOTDIR);
+        };
+        let _as = self.as_caller(req)?;
+        // A lookup is counted for every entry added: once one is, an error
+        // must not turn the reply into an error reply, which would carry
+        // none of them to the kernel (and so none would ever be forgotten).
+        // Then what was gathered is sent, as the kernel itself returns a
+        // partial listing, and the error comes with the next call.
+        let mut added = false;
+        let mut failed = None;
+        let listed = stream.list_from(offset, |entry| {
+            let name = OsStr::from_bytes(entry.name);
+            if name == "." || name == ".." {
+                // The kernel counts no lookup for these: none is taken.
+                let st = match nix::sys::stat::fstatat(dir.fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW)
+                {
+                    Ok(st) => st,
+                    Err(e) => {
+                        failed = Some(errno(e));
+                        return ControlFlow::Break(());
+                    }
+                };
+                let attr = host::attr(&st, ROOT_ID);
+                if reply.add(
+                    INodeNo(ROOT_ID),
+                    entry.next,
+                    name,
+                    &self.ttl,
+                    &attr,
+                    GENERATION,
+                ) {
+                    return ControlFlow::Break(());
+                }
+                added = true;
+                return ControlFlow::Continue(());
+            }
+            let attr = match self.lookup_child(&dir, name) {
+                Ok(attr) => attr,
+                // Gone since the host listed it: skipped, as the host would
+                // now.
+                Err(Errno::ENOENT) => return ControlFlow::Continue(()),
+                Err(e) => {
+                    failed = Some(e);
+                    return ControlFlow::Break(());
+                }
+            };
+            if reply.add(attr.ino, entry.next, name, &self.ttl, &attr, GENERATION) {
+                // The buffer is full: this entry was not sent, so neither
+                // was its lookup.
+                let _ = self.table.forget(attr.ino.0, 1);
+                return ControlFlow::Break(());
+            }
+            added = true;
+            ControlFlow::Continue(())
+        });
+        match failed.map_or(listed, Err) {
+            Err(e) if !added => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// A `READDIR` page: names, kinds and the host's inode numbers, added
+    /// to `reply` from the host's seek cookie `offset`; an error once
+    /// something was added comes with the next call.
+    pub(crate) fn do_readdir(
+        &self,
+        fh: FileHandle,
+        offset: u64,
+        reply: &mut ReplyDirectory,
+    ) -> Result<(), Errno> {
+        // Relaxed: a counter for tests and reports.
+        self.listings.fetch_add(1, Ordering::Relaxed);
+        let h = self.handles.dir(fh)?;
+        let Open::Dir(stream) = &h.open else {
+            return Err(Errno::ENOTDIR);
+        };
+        let mut added = false;
+        let listed = stream.list_from(offset, |entry| {
+            let kind = entry.kind.unwrap_or(fuser::FileType::RegularFile);
+            if reply.add(
+                INodeNo(entry.ino),
+                entry.next,
+                kind,
+                OsStr::from_bytes(entry.name),
+            ) {
+                return ControlFlow::Break(());
+            }
+            added = true;
+            ControlFlow::Continue(())
+        });
+        match listed {
+            // Nothing sent yet: the error is the reply. Otherwise the
+            // entries gathered go, and the error comes with the next call.
+            Err(e) if !added => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    pub(crate) fn do_fsyncdir(&self, ino: INodeNo) -> Result<(), Errno> {
+        let inode = self.inode(ino)?;
+        let fd = nix::fcntl::openat(
+            inode.fd(),
+            ".",
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno)?;
+        nix::unistd::fsync(&fd).map_err(errno)
+    }
+}

@@ -1,0 +1,158 @@
+//! The operations on open files: `OPEN`, `CREATE`, `READ`, `WRITE`,
+//! `FLUSH`, `FSYNC` and `RELEASE`.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use fuser::{Errno, FileAttr, FileHandle, INodeNo, OpenFlags, Request};
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
+
+use crate::creds::AsCaller;
+use crate::fs::Passthrough;
+use crate::handles::{Open, Opener};
+use crate::host::{self, check_name, errno, stat_fd};
+use crate::table::InodeTable;
+
+/// The largest read served: FUSE's own bound (256 pages of 4 KiB), for a
+/// request whose size field says more.
+const MAX_READ: u32 = 1 << 20;
+
+/// Who a file is opened for.
+fn opener_of(req: &Request) -> Opener {
+    Opener {
+        uid: req.uid(),
+        gid: req.gid(),
+        pid: req.pid(),
+    }
+}
+
+impl<T: InodeTable> Passthrough<T> {
+    pub(crate) fn do_open(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        flags: OpenFlags,
+    ) -> Result<FileHandle, Errno> {
+        let inode = self.inode(ino)?;
+        let _as = self.as_caller(req)?;
+        let st = stat_fd(inode.fd())?;
+        match host::file_type(st.st_mode) {
+            fuser::FileType::Symlink => return Err(Errno::ELOOP),
+            fuser::FileType::Directory => return Err(Errno::EISDIR),
+            _ => {}
+        }
+        // The kernel handles these; a reopen must not create or follow.
+        let flags = OFlag::from_bits_truncate(flags.0)
+            & !(OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOCTTY | OFlag::O_NOFOLLOW);
+        let fd = nix::fcntl::open(
+            host::proc_path(inode.fd()).as_c_str(),
+            flags | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno)?;
+        let opener = opener_of(req);
+        Ok(self
+            .handles
+            .add(inode.inode, Open::File(File::from(fd), opener)))
+    }
+
+    pub(crate) fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+        let h = self.handles.file(fh)?;
+        let Open::File(f, _) = &h.open else {
+            return Err(Errno::EISDIR);
+        };
+        // Untrusted numbers: no offset the host cannot take, and no
+        // buffer larger than any read the kernel can send.
+        i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
+        let mut buf = vec![0; size.min(MAX_READ) as usize];
+        let mut filled = 0;
+        while filled < buf.len() {
+            match f.read_at(&mut buf[filled..], offset.saturating_add(filled as u64)) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        buf.truncate(filled);
+        Ok(buf)
+    }
+
+    pub(crate) fn do_write(&self, fh: FileHandle, offset: u64, data: &[u8]) -> Result<u32, Errno> {
+        let h = self.handles.file(fh)?;
+        let Open::File(f, opener) = &h.open else {
+            return Err(Errno::EISDIR);
+        };
+        // The opener's credentials, whoever sent the write (the kernel
+        // writes a mapped file's pages back as uid 0): the write clears
+        // set-id bits as the opener would, and meets the opener's limits,
+        // not root's (the blocks a filesystem keeps for root).
+        let _as = AsCaller::enter(
+            opener.uid,
+            opener.gid,
+            opener.pid,
+            self.server_is_root,
+            &self.cred_counts,
+        )?;
+        let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
+        i64::try_from(end).map_err(|_| Errno::EFBIG)?;
+        f.write_all_at(data, offset)?;
+        u32::try_from(data.len()).map_err(|_| Errno::EINVAL)
+    }
+
+    pub(crate) fn do_create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+    ) -> Result<(FileAttr, FileHandle), Errno> {
+        let name = check_name(name)?;
+        let parent = self.inode(parent)?;
+        let _as = self.as_caller(req)?;
+        let mode = self.creation_mode(parent.fd(), mode & 0o7777, umask);
+        let fd = host::create_file(
+            parent.fd(),
+            name,
+            OFlag::from_bits_truncate(flags),
+            Mode::from_bits_truncate(mode),
+        )?;
+        let attr = self.lookup_child(&parent, name)?;
+        // The kernel holds the lookup just counted until our reply: the
+        // handle's own reference cannot miss.
+        let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;
+        let opener = opener_of(req);
+        Ok((
+            attr,
+            self.handles.add(inode, Open::File(File::from(fd), opener)),
+        ))
+    }
+
+    /// Nothing is buffered here (every write went to the host): a check of
+    /// the handle.
+    pub(crate) fn do_flush(&self, fh: FileHandle) -> Result<(), Errno> {
+        self.handles.file(fh).map(drop)
+    }
+
+    pub(crate) fn do_fsync(&self, fh: FileHandle, datasync: bool) -> Result<(), Errno> {
+        let h = self.handles.file(fh)?;
+        match &h.open {
+            Open::File(f, _) => if datasync {
+                f.sync_data()
+            } else {
+                f.sync_all()
+            }
+            .map_err(Errno::from),
+            Open::Dir(_) => Err(Errno::EISDIR),
+        }
+    }
+
+    /// `RELEASE` and `RELEASEDIR`: the handle and its inode reference go.
+    pub(crate) fn do_release(&self, fh: FileHandle) -> Result<(), Errno> {
+        self.handles.remove(fh)
+    }
+}

@@ -1,0 +1,182 @@
+//! The operations on names: `LOOKUP`, `MKNOD`, `MKDIR`, `SYMLINK`,
+//! `LINK`, `UNLINK`, `RMDIR`, `RENAME` and `READLINK`, each on checked
+//! single names in a directory's descriptor, as the caller.
+
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use fuser::{Errno, FileAttr, INodeNo, RenameFlags, Request};
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{Mode, SFlag};
+
+use crate::fs::Passthrough;
+use crate::host::{self, check_name, errno, stat_fd};
+use crate::live::Live;
+use crate::table::InodeTable;
+
+impl<T: InodeTable> Passthrough<T> {
+    /// Looks `name` up in the directory `parent` on the host and counts one
+    /// kernel lookup on it: the attributes to reply with.
+    pub(crate) fn lookup_child(
+        &self,
+        parent: &Live<T::Ref>,
+        name: &OsStr,
+    ) -> Result<FileAttr, Errno> {
+        #[cfg(feature = "testing")]
+        self.fault.check()?;
+        let fd = nix::fcntl::openat(
+            parent.fd(),
+            name,
+            OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno)?;
+        let st = stat_fd(fd.as_fd())?;
+        let mut fresh = None;
+        let id = self
+            .table
+            .lookup(host::key_of(&st), || self.host_inode(fd, &mut fresh));
+        if let Some(slot) = fresh {
+            self.descriptors.register(&slot);
+        }
+        Ok(host::attr(&st, id))
+    }
+
+    pub(crate) fn do_lookup(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+    ) -> Result<FileAttr, Errno> {
+        // Relaxed: a counter for tests and reports.
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        let name = check_name(name)?;
+        let parent = self.inode(parent)?;
+        let _as = self.as_caller(req)?;
+        self.lookup_child(&parent, name)
+    }
+
+    /// Creates `name` in `parent` with `make`, then looks it up.
+    pub(crate) fn make_child(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        make: impl FnOnce(BorrowedFd<'_>, &OsStr) -> nix::Result<()>,
+    ) -> Result<FileAttr, Errno> {
+        let name = check_name(name)?;
+        let parent = self.inode(parent)?;
+        let _as = self.as_caller(req)?;
+        make(parent.fd(), name).map_err(errno)?;
+        self.lookup_child(&parent, name)
+    }
+
+    /// `UNLINK` or `RMDIR`.
+    pub(crate) fn remove(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        how: nix::unistd::UnlinkatFlags,
+    ) -> Result<(), Errno> {
+        let name = check_name(name)?;
+        let parent = self.inode(parent)?;
+        let _as = self.as_caller(req)?;
+        nix::unistd::unlinkat(parent.fd(), name, how).map_err(errno)
+    }
+
+    pub(crate) fn do_mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+    ) -> Result<FileAttr, Errno> {
+        self.make_child(req, parent, name, |dir, name| {
+            let kind = SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits());
+            let perm = Mode::from_bits_truncate(self.creation_mode(dir, mode & 0o7777, umask));
+            nix::sys::stat::mknodat(dir, name, kind, perm, u64::from(rdev))
+        })
+    }
+
+    pub(crate) fn do_mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+    ) -> Result<FileAttr, Errno> {
+        self.make_child(req, parent, name, |dir, name| {
+            let perm = self.creation_mode(dir, mode & 0o7777, umask);
+            nix::sys::stat::mkdirat(dir, name, Mode::from_bits_truncate(perm))
+        })
+    }
+
+    pub(crate) fn do_symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        target: &Path,
+    ) -> Result<FileAttr, Errno> {
+        self.make_child(req, parent, name, |dir, name| {
+            nix::unistd::symlinkat(target, dir, name)
+        })
+    }
+
+    pub(crate) fn do_link(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+    ) -> Result<FileAttr, Errno> {
+        let inode = self.inode(ino)?;
+        let path = host::proc_path(inode.fd());
+        // Through /proc (AT_SYMLINK_FOLLOW jumps to the inode), not
+        // AT_EMPTY_PATH, which needs CAP_DAC_READ_SEARCH the caller may
+        // lack.
+        self.make_child(req, newparent, newname, |dir, name| {
+            nix::unistd::linkat(
+                nix::fcntl::AT_FDCWD,
+                path.as_c_str(),
+                dir,
+                name,
+                AtFlags::AT_SYMLINK_FOLLOW,
+            )
+        })
+    }
+
+    pub(crate) fn do_rename(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+    ) -> Result<(), Errno> {
+        let name = check_name(name)?;
+        let newname = check_name(newname)?;
+        let from = self.inode(parent)?;
+        let to = self.inode(newparent)?;
+        let flags = nix::fcntl::RenameFlags::from_bits(flags.bits()).ok_or(Errno::EINVAL)?;
+        let _as = self.as_caller(req)?;
+        nix::fcntl::renameat2(from.fd(), name, to.fd(), newname, flags).map_err(errno)
+    }
+
+    pub(crate) fn do_readlink(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+    ) -> Result<std::ffi::OsString, Errno> {
+        let inode = self.inode(ino)?;
+        let _as = self.as_caller(req)?;
+        nix::fcntl::readlinkat(inode.fd(), "").map_err(errno)
+    }
+}
