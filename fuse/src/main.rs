@@ -2,10 +2,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use lockref_fuse::{
     HostInodes, InodeTable, LockrefTable, MountConfig, Options, Passthrough, VirtiofsdTable,
+    DEFAULT_TTL,
 };
 
 /// Which inode table counts the inodes.
@@ -63,6 +65,11 @@ struct Args {
     /// (default: half the hard limit on open descriptors, at most 65536).
     #[arg(long)]
     descriptor_budget: Option<usize>,
+    /// How long the kernel may trust entries, attributes, missing names
+    /// and listings without asking, in seconds (0: ask every time, for a
+    /// SOURCE changed by others than the mount's users).
+    #[arg(long, default_value_t = DEFAULT_TTL.as_secs_f64())]
+    ttl: f64,
 }
 
 fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
@@ -73,7 +80,8 @@ fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
             HostInodes::ByFileHandle
         },
         descriptor_budget: args.descriptor_budget,
-        ..Options::default()
+        ttl: Duration::try_from_secs_f64(args.ttl)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
     };
     let fs = Arc::new(Passthrough::<T>::with_options(&args.source, options)?);
     let config = MountConfig {
