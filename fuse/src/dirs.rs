@@ -23,6 +23,7 @@ impl<T: InodeTable> Passthrough<T> {
     ) -> Result<(FileHandle, FopenFlags), Errno> {
         let inode = self.inode(ino)?;
         let _as = self.as_caller(req)?;
+        self.handles.may_add(req.uid())?;
         let stream = DirStream::open(inode.fd())?;
         // With entries cached at all, the kernel may cache the listing too
         // (`FOPEN_CACHE_DIR`) and keep it across opens (`FOPEN_KEEP_CACHE`),
@@ -35,7 +36,10 @@ impl<T: InodeTable> Passthrough<T> {
         } else {
             FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
         };
-        Ok((self.handles.add(inode.inode, Open::Dir(stream)), flags))
+        let fh = self
+            .handles
+            .add(inode.inode, Open::Dir(stream), req.uid())?;
+        Ok((fh, flags))
     }
 
     pub(crate) fn do_readdirplus(

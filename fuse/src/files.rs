@@ -36,6 +36,7 @@ impl<T: InodeTable> Passthrough<T> {
         flags: OpenFlags,
     ) -> Result<FileHandle, Errno> {
         let inode = self.inode(ino)?;
+        self.handles.may_add(req.uid())?;
         let _as = self.as_caller(req)?;
         let st = stat_fd(inode.fd())?;
         match host::file_type(st.st_mode) {
@@ -53,9 +54,8 @@ impl<T: InodeTable> Passthrough<T> {
         )
         .map_err(errno)?;
         let opener = opener_of(req);
-        Ok(self
-            .handles
-            .add(inode.inode, Open::File(File::from(fd), opener)))
+        self.handles
+            .add(inode.inode, Open::File(File::from(fd), opener), opener.uid)
     }
 
     pub(crate) fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
@@ -113,6 +113,7 @@ impl<T: InodeTable> Passthrough<T> {
     ) -> Result<(FileAttr, FileHandle), Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
+        self.handles.may_add(req.uid())?;
         let _as = self.as_caller(req)?;
         let mode = self.creation_mode(parent.fd(), mode & 0o7777, umask);
         let fd = host::create_file(
@@ -126,10 +127,18 @@ impl<T: InodeTable> Passthrough<T> {
         // handle's own reference cannot miss.
         let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;
         let opener = opener_of(req);
-        Ok((
-            attr,
-            self.handles.add(inode, Open::File(File::from(fd), opener)),
-        ))
+        match self
+            .handles
+            .add(inode, Open::File(File::from(fd), opener), opener.uid)
+        {
+            Ok(fh) => Ok((attr, fh)),
+            Err(e) => {
+                // No reply carries the lookup: it is given back here (a
+                // race past `may_add` above; the file stays made).
+                let _ = self.table.forget(attr.ino.0, 1);
+                Err(e)
+            }
+        }
     }
 
     /// Nothing is buffered here (every write went to the host): a check of

@@ -27,7 +27,7 @@ use crate::handles::Handles;
 use crate::host;
 use crate::host_inode::{DescriptorSlot, HostInode};
 use crate::live::Live;
-use crate::options::{default_budget, HostInodes, Options, DEFAULT_TTL};
+use crate::options::{HostInodes, Options, DEFAULT_TTL};
 use crate::table::InodeTable;
 
 /// A node id names one host inode for the server's life ([`NodeIds`]), so
@@ -110,10 +110,10 @@ impl<T: InodeTable> Passthrough<T> {
         // apply ours on top (virtiofsd does the same).
         nix::sys::stat::umask(Mode::empty());
         Ok(Passthrough {
-            handles: Handles::new(),
+            handles: Handles::new(options.handle_limits()),
             table: T::new(HostInode::Descriptor(fd), host::key_of(&st)),
             by_handle,
-            descriptors: Descriptors::new(options.descriptor_budget.unwrap_or_else(default_budget)),
+            descriptors: Descriptors::new(options.descriptor_budget()),
             server_is_root: creds::can_switch(),
             cred_counts: CredCounts::default(),
             refused_forgets: AtomicU64::new(0),

@@ -2,6 +2,11 @@
 //! return and `RELEASE`/`RELEASEDIR` end. Each holds a reference on its
 //! inode; the kernel's handle numbers are checked (`EBADF` for one never
 //! given or already released).
+//!
+//! Each handle holds a host descriptor, so handles are limited
+//! ([`HandleLimits`]): a user at their share gets `EMFILE`, and everyone
+//! gets `ENFILE` once all handles are taken; one user's opens cannot use
+//! the descriptors every other user needs.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -36,48 +41,102 @@ pub(crate) struct Opener {
     pub(crate) pid: u32,
 }
 
+/// How many handles may be open: in all, and per user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HandleLimits {
+    /// Handles open at once, all users together (then `ENFILE`).
+    pub(crate) total: usize,
+    /// Handles one uid may hold (then `EMFILE`).
+    pub(crate) per_user: usize,
+}
+
 /// An open file or directory: holds a reference on its inode.
 pub(crate) struct Handle<R> {
     _inode: R,
     pub(crate) open: Open,
+    /// The uid whose share it counts in.
+    owner: u32,
 }
 
 /// The handles, by number.
 pub(crate) struct Handles<R> {
-    map: RwLock<HashMap<u64, Arc<Handle<R>>>>,
+    map: RwLock<Table<R>>,
     next: AtomicU64,
+    limits: HandleLimits,
+}
+
+/// The handles by number, and how many each uid holds (changed together
+/// under the lock).
+struct Table<R> {
+    by_number: HashMap<u64, Arc<Handle<R>>>,
+    per_user: HashMap<u32, usize>,
 }
 
 impl<R> Handles<R> {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(limits: HandleLimits) -> Self {
         Handles {
-            map: RwLock::new(HashMap::new()),
+            map: RwLock::new(Table {
+                by_number: HashMap::new(),
+                per_user: HashMap::new(),
+            }),
             next: AtomicU64::new(1),
+            limits,
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.map.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_number
+            .len()
     }
 
-    /// A new handle on `inode` (whose reference it keeps).
-    pub(crate) fn add(&self, inode: R, open: Open) -> FileHandle {
+    /// Whether `owner` may open one more handle now (checked again by
+    /// [`add`](Self::add), which a race may still refuse).
+    ///
+    /// # Errors
+    ///
+    /// As [`add`](Self::add).
+    pub(crate) fn may_add(&self, owner: u32) -> Result<(), Errno> {
+        let table = self.map.read().unwrap_or_else(|e| e.into_inner());
+        self.check(&table, owner)
+    }
+
+    fn check(&self, table: &Table<R>, owner: u32) -> Result<(), Errno> {
+        if table.by_number.len() >= self.limits.total {
+            return Err(Errno::ENFILE);
+        }
+        if table.per_user.get(&owner).copied().unwrap_or(0) >= self.limits.per_user {
+            return Err(Errno::EMFILE);
+        }
+        Ok(())
+    }
+
+    /// A new handle on `inode` (whose reference it keeps) for `owner`.
+    ///
+    /// # Errors
+    ///
+    /// `EMFILE` when `owner` holds their share, `ENFILE` when every handle
+    /// is taken; `inode` and `open` are dropped then.
+    pub(crate) fn add(&self, inode: R, open: Open, owner: u32) -> Result<FileHandle, Errno> {
+        let mut table = self.map.write().unwrap_or_else(|e| e.into_inner());
+        self.check(&table, owner)?;
+        *table.per_user.entry(owner).or_insert(0) += 1;
         // Relaxed: a unique number is all that is needed.
         let fh = self.next.fetch_add(1, Ordering::Relaxed);
         let h = Arc::new(Handle {
             _inode: inode,
             open,
+            owner,
         });
-        self.map
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(fh, h);
-        FileHandle(fh)
+        table.by_number.insert(fh, h);
+        Ok(FileHandle(fh))
     }
 
     fn get(&self, fh: FileHandle) -> Result<Arc<Handle<R>>, Errno> {
-        let map = self.map.read().unwrap_or_else(|e| e.into_inner());
-        map.get(&fh.0).cloned().ok_or(Errno::EBADF)
+        let table = self.map.read().unwrap_or_else(|e| e.into_inner());
+        table.by_number.get(&fh.0).cloned().ok_or(Errno::EBADF)
     }
 
     /// An open file's handle (`EISDIR` for a directory's).
@@ -101,12 +160,20 @@ impl<R> Handles<R> {
     /// Ends a handle (`RELEASE`); its inode reference goes with it once no
     /// request in flight uses it.
     pub(crate) fn remove(&self, fh: FileHandle) -> Result<(), Errno> {
-        let removed = self
-            .map
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&fh.0);
-        removed.map(drop).ok_or(Errno::EBADF)
+        let removed = {
+            let mut table = self.map.write().unwrap_or_else(|e| e.into_inner());
+            let removed = table.by_number.remove(&fh.0).ok_or(Errno::EBADF)?;
+            if let Some(held) = table.per_user.get_mut(&removed.owner) {
+                *held -= 1;
+                if *held == 0 {
+                    table.per_user.remove(&removed.owner);
+                }
+            }
+            removed
+        };
+        // The inode reference and the descriptor go after the lock.
+        drop(removed);
+        Ok(())
     }
 }
 

@@ -65,6 +65,11 @@ struct Args {
     /// (default: half the hard limit on open descriptors, at most 65536).
     #[arg(long)]
     descriptor_budget: Option<usize>,
+    /// The most open files and directories one user may hold, each a host
+    /// descriptor (past it, EMFILE for that user alone; default: an eighth
+    /// of what the limit on descriptors leaves beside the budget)
+    #[arg(long)]
+    handles_per_user: Option<usize>,
     /// How long the kernel may trust entries, attributes, missing names
     /// and listings without asking, in seconds (0: ask every time, for a
     /// SOURCE changed by others than the mount's users).
@@ -80,6 +85,7 @@ fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
             HostInodes::ByFileHandle
         },
         descriptor_budget: args.descriptor_budget,
+        handles_per_user: args.handles_per_user,
         ttl: Duration::try_from_secs_f64(args.ttl)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
     };

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::handles::HandleLimits;
+
 /// How long the kernel may trust an entry or attributes without asking,
 /// unless [`Options::ttl`] says otherwise.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(1);
@@ -34,6 +36,11 @@ pub struct Options {
     /// `None`: half the hard limit on open descriptors (which the mount
     /// raises the soft limit to), at most 65,536.
     pub descriptor_budget: Option<usize>,
+    /// The most open files and directories one uid may hold (each holds a
+    /// host descriptor; past it, `EMFILE`); `None`: an eighth of the
+    /// handles, which are what the hard limit on descriptors leaves beside
+    /// the descriptor budget and 64 spare (past them, `ENFILE`), at least 16.
+    pub handles_per_user: Option<usize>,
 }
 
 impl Default for Options {
@@ -42,15 +49,37 @@ impl Default for Options {
             ttl: DEFAULT_TTL,
             host_inodes: HostInodes::default(),
             descriptor_budget: None,
+            handles_per_user: None,
         }
     }
 }
 
-/// The default descriptor budget: half the hard limit, at most 65,536.
-pub(crate) fn default_budget() -> usize {
+/// The hard limit on open descriptors (which the mount raises the soft
+/// one to).
+fn descriptor_limit() -> usize {
     let hard = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
         .map_or(1024, |(_, hard)| hard);
-    usize::try_from(hard / 2)
-        .unwrap_or(usize::MAX)
-        .clamp(16, 1 << 16)
+    usize::try_from(hard).unwrap_or(usize::MAX)
+}
+
+impl Options {
+    /// The descriptor budget: as given, or half the hard limit, at most
+    /// 65,536.
+    pub(crate) fn descriptor_budget(&self) -> usize {
+        self.descriptor_budget
+            .unwrap_or_else(|| (descriptor_limit() / 2).clamp(16, 1 << 16))
+    }
+
+    /// What handles may hold: the hard limit less the descriptor budget
+    /// and 64 spare (at least 64), and a share per uid.
+    pub(crate) fn handle_limits(&self) -> HandleLimits {
+        let total = descriptor_limit()
+            .saturating_sub(self.descriptor_budget())
+            .saturating_sub(64)
+            .max(64);
+        HandleLimits {
+            total,
+            per_user: self.handles_per_user.unwrap_or((total / 8).max(16)),
+        }
+    }
 }

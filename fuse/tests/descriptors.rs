@@ -324,7 +324,94 @@ fn a_budget_of_two_serves_everything<T: InodeTable>() {
     );
 }
 
+/// N1 of the second audit: each open file or directory holds a host
+/// descriptor, and one user's opens used to take them all (under a limit
+/// of 1,024, 961 opens failed every user's `cat`, `touch` and `ls`, root's
+/// included). Now a user holds at most their share: user 65534 opens its
+/// files until the server refuses, at the share (40 here) with `EMFILE`,
+/// while user 1000 and root go on opening, creating and listing; once
+/// 65534's files close, it opens again, and no handle is left.
+fn one_users_open_files_leave_the_others_theirs<T: InodeTable>() {
+    const SHARE: usize = 40;
+    with_mount_made::<T>(
+        4,
+        |source| {
+            Passthrough::with_options(
+                source,
+                Options {
+                    handles_per_user: Some(SHARE),
+                    ..Options::default()
+                },
+            )
+            .unwrap()
+        },
+        |m| {
+            use std::io::{BufRead, BufReader};
+            private_dir(m, 65534);
+            private_dir(m, 1000);
+            for i in 0..2 * SHARE {
+                let f = m.host(&format!("u65534/f{i}"));
+                fs::write(&f, b"x").unwrap();
+                chown(&f, 65534);
+            }
+            let mnt = m.mnt.display();
+            let mut holder = as_user(65534, PYTHON)
+                .arg("-c")
+                .arg(format!(
+                    "import os, sys\n\
+                     fds = []\n\
+                     try:\n\
+                     \x20   for i in range({}): fds.append(os.open('{mnt}/u65534/f%d' % i, os.O_RDONLY))\n\
+                     \x20   print(len(fds), 0, flush=True)\n\
+                     except OSError as e: print(len(fds), e.errno, flush=True)\n\
+                     sys.stdin.read()\n",
+                    2 * SHARE
+                ))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            BufReader::new(holder.stdout.as_mut().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert_eq!(
+                line.trim(),
+                format!("{SHARE} {}", libc::EMFILE),
+                "the holder's opens"
+            );
+            let others = as_user(1000, "sh")
+                .arg("-c")
+                .arg(format!(
+                    "cd {mnt}/u1000 && for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > f$i && cat f$i >/dev/null; done && ls | wc -l"
+                ))
+                .output()
+                .unwrap();
+            assert!(
+                others.status.success(),
+                "{}",
+                String::from_utf8_lossy(&others.stderr)
+            );
+            assert_eq!(String::from_utf8_lossy(&others.stdout).trim(), "10");
+            assert_eq!(fs::read(m.at("u65534/f0")).unwrap(), b"x", "root reads");
+            drop(holder.stdin.take());
+            assert!(holder.wait().unwrap().success());
+            let again = sh_as_nobody(&format!(
+                "cat {mnt}/u65534/f0 {mnt}/u65534/f{}",
+                2 * SHARE - 1
+            ));
+            assert!(
+                again.status.success(),
+                "{}",
+                String::from_utf8_lossy(&again.stderr)
+            );
+            assert_eq!(m.fs.open_handles(), 0, "every handle released");
+        },
+    );
+}
+
 on_both_tables!(
+    one_users_open_files_leave_the_others_theirs,
     a_budget_of_two_serves_everything,
     many_files_cost_other_users_nothing,
     without_file_handles_one_user_exhausts_the_descriptors,
