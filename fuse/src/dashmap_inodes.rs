@@ -62,10 +62,35 @@ pub struct DashmapTable {
 }
 
 impl DashmapTable {
-    /// One more of the kernel's lookups on `id`'s inode, if it is there
-    /// and not leaving (under the id shard's read lock).
-    fn count_lookup(&self, id: u64) -> bool {
-        self.by_id.get(&id).is_some_and(|i| i.count_lookup())
+    /// One more of the kernel's lookups on `key`'s inode under `id`, made
+    /// by `host` if absent or leaving; `host` back if a live inode of
+    /// another birth holds `id` (the host gave a deleted file's number to
+    /// this one while the kernel holds the first).
+    fn lookup_at<F: FnOnce() -> HostInode>(&self, id: u64, key: Key, host: F) -> Result<(), F> {
+        let found = self
+            .by_id
+            .get(&id)
+            .map(|i| i.key == key && i.count_lookup());
+        if found == Some(true) {
+            return Ok(());
+        }
+        match self.by_id.entry(id) {
+            Entry::Occupied(named) if named.get().key == key && named.get().count_lookup() => {
+                Ok(())
+            }
+            // Relaxed: as in `count_lookup`; under the shard's write lock.
+            Entry::Occupied(named)
+                if named.get().key != key
+                    && named.get().kernel_lookups.load(Ordering::Relaxed) > 0 =>
+            {
+                Err(host)
+            }
+            // Absent, or its inode is leaving: a new one in its place.
+            named => {
+                named.insert(Self::make(id, key, host()));
+                Ok(())
+            }
+        }
     }
 
     fn make(id: u64, key: Key, host: HostInode) -> Arc<DashmapInode> {
@@ -91,18 +116,18 @@ impl InodeTable for DashmapTable {
     }
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
-        let id = self.ids.id_of(key);
-        if self.count_lookup(id) {
-            return id;
-        }
-        match self.by_id.entry(id) {
-            Entry::Occupied(named) if named.get().count_lookup() => {}
-            // Absent, or its inode is leaving: a new one in its place.
-            named => {
-                named.insert(Self::make(id, key, host()));
+        let mut host = host;
+        let mut id = self.ids.id_of(key);
+        // A numbered id names no other inode, so a second try is the last.
+        loop {
+            match self.lookup_at(id, key, host) {
+                Ok(()) => return id,
+                Err(back) => {
+                    host = back;
+                    id = self.ids.numbered(key);
+                }
             }
         }
-        id
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {

@@ -102,6 +102,7 @@ impl<T: InodeTable> Passthrough<T> {
             Mode::empty(),
         )?;
         let st = nix::sys::stat::fstat(&fd)?;
+        let root = host::key_of(&st, host::birth_of(fd.as_fd()));
         let by_handle = match options.host_inodes {
             HostInodes::ByDescriptor => None,
             HostInodes::ByFileHandle => Some(Self::check_file_handles(source, &fd)?),
@@ -111,7 +112,7 @@ impl<T: InodeTable> Passthrough<T> {
         nix::sys::stat::umask(Mode::empty());
         Ok(Passthrough {
             handles: Handles::new(options.handle_limits()),
-            table: T::new(HostInode::Descriptor(fd), host::key_of(&st)),
+            table: T::new(HostInode::Descriptor(fd), root),
             by_handle,
             descriptors: Descriptors::new(options.descriptor_budget()),
             server_is_root: creds::can_switch(),

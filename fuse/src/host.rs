@@ -56,11 +56,25 @@ pub fn stat_fd(fd: BorrowedFd<'_>) -> Result<FileStat, Errno> {
     .map_err(errno)
 }
 
-/// The host inode a stat describes.
-pub fn key_of(st: &FileStat) -> Key {
+/// The host inode a stat describes, born at `birth` ([`birth_of`]).
+pub fn key_of(st: &FileStat, birth: u64) -> Key {
     Key {
         dev: st.st_dev,
         ino: st.st_ino,
+        birth,
+    }
+}
+
+/// When the inode of `fd` was made, in nanoseconds since the epoch (0
+/// where the host filesystem keeps no birth time, or before 1970).
+pub fn birth_of(fd: BorrowedFd<'_>) -> u64 {
+    use rustix::fs::{statx, AtFlags, StatxFlags};
+    match statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::BTIME) {
+        Ok(st) if st.stx_mask & StatxFlags::BTIME.bits() != 0 => {
+            let secs = u64::try_from(st.stx_btime.tv_sec).unwrap_or(0);
+            secs.saturating_mul(1_000_000_000) + u64::from(st.stx_btime.tv_nsec)
+        }
+        _ => 0,
     }
 }
 

@@ -88,19 +88,37 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     }
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
-        let id = self.ids.id_of(key);
-        // The reference is the kernel's, given back by `forget`: one atomic
-        // on the inode when the kernel holds it already. The table's own
-        // id for the entry (its slot) is not the node id.
-        let slot = self.table.hand_out(id, |_| LockrefInode {
-            data: InodeData {
-                id,
-                key,
-                host: host(),
-            },
-        });
-        self.hints.remember(id, slot);
-        id
+        let mut host = Some(host);
+        let mut id = self.ids.id_of(key);
+        loop {
+            let at = id;
+            // The reference is the kernel's, given back by `forget`: one
+            // atomic on the inode when the kernel holds it already. The
+            // table's own id for the entry (its slot) is not the node id.
+            let slot = self.table.hand_out(at, |_| LockrefInode {
+                data: InodeData {
+                    id: at,
+                    key,
+                    host: host.take().expect("made at most once")(),
+                },
+            });
+            // What was handed out is the live inode under `id`: another
+            // birth's if the host gave the number of a file it deleted to
+            // this one while the kernel still holds the first. That
+            // reference goes back, and this file takes a numbered id,
+            // which no other inode has (so the loop ends there).
+            match self.table.get(slot) {
+                Ok(inode) if inode.data.key != key => {
+                    drop(inode);
+                    let _ = self.table.forget(slot, 1);
+                    id = self.ids.numbered(key);
+                }
+                _ => {
+                    self.hints.remember(id, slot);
+                    return id;
+                }
+            }
+        }
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {

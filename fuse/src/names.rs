@@ -37,7 +37,9 @@ impl<T: InodeTable> Passthrough<T> {
         let mut fresh = None;
         let id = self
             .table
-            .lookup(host::key_of(&st), || self.host_inode(fd, &mut fresh));
+            .lookup(host::key_of(&st, host::birth_of(fd.as_fd())), || {
+                self.host_inode(fd, &mut fresh)
+            });
         if let Some(slot) = fresh {
             self.descriptors.register(&slot);
         }

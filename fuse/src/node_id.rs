@@ -13,10 +13,15 @@
 //! | on the root's device | its host inode number |
 //! | on the `n`th other device seen (`n` < 255) | `n << 56 \| ino` |
 //! | anything else (inode number 0, 1 or from 2^56, a 256th device) | `0xff << 56 \| k`, the `k`th such inode, remembered for the server's life |
+//! | a number the host gave again (a new birth) while the kernel holds the deleted file's inode | numbered as the row above (the tables ask for it, [`NodeIds::numbered`]) |
 //!
-//! The last row keeps one 24-byte record per such inode; on the
-//! filesystems whose inode numbers fit (ext4, XFS, btrfs, tmpfs) it is
-//! empty but for inode number 1 outside the root.
+//! The numbered rows keep one 32-byte record per such inode for the
+//! server's life; on the filesystems whose inode numbers fit (ext4, XFS,
+//! btrfs, tmpfs) they hold inode number 1 outside the root and the numbers
+//! given again while their first file was still held. Such a file's id
+//! (and `st_ino`) is the numbered one for as long as the kernel holds it,
+//! and its host number once the kernel looked it up afresh after the first
+//! file was forgotten.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, RwLock};
@@ -66,7 +71,7 @@ impl NodeIds {
                 return index << INO_BITS | key.ino;
             }
         }
-        self.numbered_id(key)
+        self.numbered(key)
     }
 
     /// The index of a device other than the root's, given on first sight;
@@ -91,7 +96,10 @@ impl NodeIds {
         Some(index as u64 + 1)
     }
 
-    fn numbered_id(&self, key: Key) -> u64 {
+    /// A numbered id for `key`, the same for the server's life: for a host
+    /// inode whose own id names another live inode (a number the host
+    /// gave again after a deletion, with a new birth).
+    pub(crate) fn numbered(&self, key: Key) -> u64 {
         let mut numbered = self.numbered.lock().unwrap_or_else(|e| e.into_inner());
         let (ids, next) = &mut *numbered;
         if let Some(&id) = ids.get(&key) {
@@ -109,7 +117,7 @@ mod tests {
     use super::*;
 
     fn key(dev: u64, ino: u64) -> Key {
-        Key { dev, ino }
+        Key { dev, ino, birth: 0 }
     }
 
     #[test]

@@ -8,13 +8,17 @@ use std::ops::Deref;
 
 use crate::host_inode::HostInode;
 
-/// A host inode's identity: device and inode number.
+/// A host inode's identity: device, inode number and birth.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     /// `st_dev`.
     pub dev: u64,
     /// `st_ino`.
     pub ino: u64,
+    /// Its birth time (`statx`'s `btime`) in nanoseconds since the epoch,
+    /// or 0 where the host keeps none: tells a file from a later one the
+    /// host gave the same inode number after the first was deleted.
+    pub birth: u64,
 }
 
 /// What the table keeps per inode.

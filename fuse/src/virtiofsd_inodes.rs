@@ -75,14 +75,27 @@ impl InodeTable for VirtiofsdTable {
     }
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
-        let id = self.ids.id_of(key);
-        if let Some(inode) = self.read().get(&id) {
-            // Relaxed: under the store's lock, which orders it against the
-            // forget that would remove the inode.
-            inode.kernel_lookups.fetch_add(1, Ordering::Relaxed);
-            return id;
+        // A live inode of another birth under the id (the host gave a
+        // deleted file's number to this one): this one is numbered.
+        let id_in = |store: &Store| {
+            let id = self.ids.id_of(key);
+            match store.get(&id) {
+                Some(inode) if inode.data.key != key => self.ids.numbered(key),
+                _ => id,
+            }
+        };
+        {
+            let store = self.read();
+            let id = id_in(&store);
+            if let Some(inode) = store.get(&id) {
+                // Relaxed: under the store's lock, which orders it against
+                // the forget that would remove the inode.
+                inode.kernel_lookups.fetch_add(1, Ordering::Relaxed);
+                return id;
+            }
         }
         let mut store = self.write();
+        let id = id_in(&store);
         if let Some(inode) = store.get(&id) {
             inode.kernel_lookups.fetch_add(1, Ordering::Relaxed);
             return id;

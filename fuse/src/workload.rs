@@ -28,9 +28,27 @@ impl<T: InodeTable> RequestMix<T> {
     /// one kernel lookup that the mix never forgets (so the measured
     /// forgets never free).
     pub fn new() -> Self {
-        let table = T::new(setup_fd(), Key { dev: 0, ino: 1 });
-        let dir = table.lookup(Key { dev: 0, ino: 2 }, setup_fd);
-        let file = Key { dev: 0, ino: 3 };
+        let table = T::new(
+            setup_fd(),
+            Key {
+                dev: 0,
+                ino: 1,
+                birth: 0,
+            },
+        );
+        let dir = table.lookup(
+            Key {
+                dev: 0,
+                ino: 2,
+                birth: 0,
+            },
+            setup_fd,
+        );
+        let file = Key {
+            dev: 0,
+            ino: 3,
+            birth: 0,
+        };
         table.lookup(file, setup_fd);
         RequestMix { table, dir, file }
     }
@@ -99,9 +117,24 @@ impl<T: InodeTable> HotInode<T> {
     /// The table with the root only.
     pub fn new() -> Self {
         HotInode {
-            table: T::new(setup_fd(), Key { dev: 0, ino: 1 }),
-            dir: Key { dev: 0, ino: 2 },
-            file: Key { dev: 0, ino: 3 },
+            table: T::new(
+                setup_fd(),
+                Key {
+                    dev: 0,
+                    ino: 1,
+                    birth: 0,
+                },
+            ),
+            dir: Key {
+                dev: 0,
+                ino: 2,
+                birth: 0,
+            },
+            file: Key {
+                dev: 0,
+                ino: 3,
+                birth: 0,
+            },
         }
     }
 

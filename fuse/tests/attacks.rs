@@ -17,7 +17,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use lockref_fuse::InodeTable;
+use lockref_fuse::{InodeTable, Options, Passthrough};
 
 mod common;
 use common::compare::*;
@@ -336,6 +336,13 @@ impl LoopVolume {
         LoopVolume { at: at.to_owned() }
     }
 
+    /// Detaches it from the tree at once; it goes, and its loop device
+    /// with it, when its last user lets go.
+    fn detach(self) {
+        sh(&format!("umount -l {}", self.at.display()));
+        std::mem::forget(self);
+    }
+
     /// Unmounts it (its loop device goes with it).
     fn unmount(self) {
         sh(&format!("umount {}", self.at.display()));
@@ -423,6 +430,78 @@ fn users_cannot_fill_the_blocks_kept_for_root<T: InodeTable>() {
     });
 }
 
+/// N2 of the second audit: the table was keyed by (device, inode number)
+/// alone, so once a deleted file's descriptor left the cache and ext4 gave
+/// its number to a new file, the new file was served the old entry: its
+/// reads failed with `ESTALE` (the old file handle). A host inode's key
+/// now has its birth time, and the new file is an inode of its own while
+/// the kernel still holds the old one.
+fn a_reused_inode_number_is_a_new_inode<T: InodeTable>() {
+    let volume = std::cell::RefCell::new(None);
+    with_mount_made::<T>(
+        4,
+        |source| {
+            // The share itself on ext4: an inode of another mount inside a
+            // share keeps its descriptor, which keeps its number in use.
+            // Beside the share, in the mount's own directory (removed
+            // with it, while this test holds the lock on counting
+            // descriptors).
+            let image = source.parent().unwrap().join("share.img");
+            *volume.borrow_mut() = Some(LoopVolume::with_half_reserved(&image, source));
+            Passthrough::with_options(
+                source,
+                Options {
+                    descriptor_budget: Some(2),
+                    ..Options::default()
+                },
+            )
+            .unwrap()
+        },
+        |m| {
+            fs::write(m.host("old"), b"old").unwrap();
+            assert_eq!(
+                fs::read(m.at("old")).unwrap(),
+                b"old",
+                "the kernel holds it"
+            );
+            // Other inodes push the old one's descriptor out of the cache.
+            for i in 0..4 {
+                fs::write(m.host(&format!("e{i}")), b"").unwrap();
+                fs::metadata(m.at(&format!("e{i}"))).unwrap();
+            }
+            let number = fs::metadata(m.host("old")).unwrap().ino();
+            fs::remove_file(m.host("old")).unwrap();
+            let reused = (0..64)
+                .find(|i| {
+                    let p = m.host(&format!("new{i}"));
+                    fs::write(&p, format!("new{i}")).unwrap();
+                    fs::metadata(&p).unwrap().ino() == number
+                })
+                .expect("ext4 gives the number again");
+            let new = m.at(&format!("new{reused}"));
+            assert_eq!(
+                fs::read(&new).map_err(|e| e.raw_os_error()),
+                Ok(format!("new{reused}").into_bytes()),
+                "the new file through the mount"
+            );
+            eprintln!(
+                "{}: inode number {number} given again to new{reused}, served",
+                T::NAME
+            );
+            for e in fs::read_dir(m.host("")).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_file() {
+                    fs::remove_file(p).unwrap();
+                }
+            }
+            // Detached now (its last user, the server, lets go at the
+            // unmount), while this test holds the lock on counting
+            // descriptors.
+            volume.borrow_mut().take().unwrap().detach();
+        },
+    );
+}
+
 on_both_tables!(
     dotdot_never_leaves_the_share,
     escaping_symlinks_reach_nothing_on_the_host,
@@ -431,4 +510,5 @@ on_both_tables!(
     no_devices_setid_roots_or_links_to_roots_files,
     credentials_under_stress,
     users_cannot_fill_the_blocks_kept_for_root,
+    a_reused_inode_number_is_a_new_inode,
 );

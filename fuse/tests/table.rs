@@ -12,7 +12,11 @@ fn fd() -> HostInode {
 }
 
 fn key(ino: u64) -> Key {
-    Key { dev: 1, ino }
+    Key {
+        dev: 1,
+        ino,
+        birth: 0,
+    }
 }
 
 fn table<T: InodeTable>() -> T {
@@ -293,4 +297,45 @@ fn requests_reach_their_own_inode_virtiofsd() {
 #[test]
 fn requests_reach_their_own_inode_dashmap() {
     requests_reach_their_own_inode::<DashmapTable>();
+}
+
+/// A host inode number given again (a new birth) while the kernel holds
+/// the first file's inode is an inode of its own, with a numbered id; each
+/// keeps its own count, and the first file's id is unchanged.
+fn a_number_given_again_is_an_inode_of_its_own<T: InodeTable>() {
+    let t = table::<T>();
+    let first = t.lookup(key(10), fd);
+    let again = Key {
+        birth: 7,
+        ..key(10)
+    };
+    let second = t.lookup(again, fd);
+    assert_eq!(first, 10);
+    assert_eq!(second >> 56, 0xff, "numbered: {second:#x}");
+    assert_eq!(t.lookup(again, fd), second, "the same id while it lives");
+    assert_eq!(t.lookup(key(10), fd), first);
+    assert_eq!(t.get(second).unwrap().key, again);
+    assert_eq!(t.get(first).unwrap().key, key(10));
+    assert_eq!(
+        (t.kernel_lookups(first), t.kernel_lookups(second)),
+        (Some(2), Some(2))
+    );
+    t.forget(first, 2).unwrap();
+    t.forget(second, 2).unwrap();
+    assert!(t.only_root());
+}
+
+#[test]
+fn a_number_given_again_is_an_inode_of_its_own_lockref() {
+    a_number_given_again_is_an_inode_of_its_own::<LockrefTable>();
+}
+
+#[test]
+fn a_number_given_again_is_an_inode_of_its_own_virtiofsd() {
+    a_number_given_again_is_an_inode_of_its_own::<VirtiofsdTable>();
+}
+
+#[test]
+fn a_number_given_again_is_an_inode_of_its_own_dashmap() {
+    a_number_given_again_is_an_inode_of_its_own::<DashmapTable>();
 }
