@@ -38,7 +38,7 @@ impl<T: InodeTable> Passthrough<T> {
         };
         let fh = self
             .handles
-            .add(inode.inode, Open::Dir(stream), req.uid())?;
+            .add(inode.inode, Open::Dir(stream), req.uid(), None)?;
         Ok((fh, flags))
     }
 

@@ -3,9 +3,12 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use fuser::{Errno, FileAttr, FileHandle, INodeNo, OpenFlags, Request};
+use fuser::{BackingId, Errno, FileAttr, FileHandle, INodeNo, OpenFlags, Request};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
@@ -29,15 +32,19 @@ fn opener_of(req: &Request) -> Opener {
 }
 
 impl<T: InodeTable> Passthrough<T> {
+    /// `OPEN`: the handle, and the inode's passthrough backing if the
+    /// kernel is to read and write the host file itself; `register` makes
+    /// one from the host file (the reply's `open_backing`).
     pub(crate) fn do_open(
         &self,
         req: &Request,
         ino: INodeNo,
         flags: OpenFlags,
-    ) -> Result<FileHandle, Errno> {
+        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<BackingId>,
+    ) -> Result<(FileHandle, Option<Arc<BackingId>>), Errno> {
         let inode = self.inode(ino)?;
         self.handles.may_add(req.uid())?;
-        let _as = self.as_caller(req)?;
+        let caller = self.as_caller(req)?;
         let st = stat_fd(inode.fd())?;
         match host::file_type(st.st_mode) {
             fuser::FileType::Symlink => return Err(Errno::ELOOP),
@@ -53,12 +60,31 @@ impl<T: InodeTable> Passthrough<T> {
             Mode::empty(),
         )
         .map_err(errno)?;
+        // The caller's rights are checked: the backing, shared by every
+        // caller of the inode, is the server's own (`backing.rs`).
+        drop(caller);
+        let file = File::from(fd);
+        let backing = self.backings.open(inode.id, || register(file.as_fd()));
         let opener = opener_of(req);
+        let passthrough = backing.as_ref().map(|_| inode.id);
         self.handles
-            .add(inode.inode, Open::File(File::from(fd), opener), opener.uid)
+            .add(
+                inode.inode,
+                Open::File(file, opener),
+                opener.uid,
+                passthrough,
+            )
+            .map(|fh| (fh, backing))
+            .inspect_err(|_| {
+                if let Some(id) = passthrough {
+                    self.backings.release(id);
+                }
+            })
     }
 
     pub(crate) fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+        // Relaxed: a counter for tests and reports.
+        self.reads.fetch_add(1, Ordering::Relaxed);
         let h = self.handles.file(fh)?;
         let Open::File(f, _) = &h.open else {
             return Err(Errno::EISDIR);
@@ -81,6 +107,8 @@ impl<T: InodeTable> Passthrough<T> {
     }
 
     pub(crate) fn do_write(&self, fh: FileHandle, offset: u64, data: &[u8]) -> Result<u32, Errno> {
+        // Relaxed: a counter for tests and reports.
+        self.writes.fetch_add(1, Ordering::Relaxed);
         let h = self.handles.file(fh)?;
         let Open::File(f, opener) = &h.open else {
             return Err(Errno::EISDIR);
@@ -102,6 +130,9 @@ impl<T: InodeTable> Passthrough<T> {
         u32::try_from(data.len()).map_err(|_| Errno::EINVAL)
     }
 
+    // The request's own fields, as fuser's `create` has them, and the
+    // backing's maker.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn do_create(
         &self,
         req: &Request,
@@ -110,11 +141,12 @@ impl<T: InodeTable> Passthrough<T> {
         mode: u32,
         umask: u32,
         flags: i32,
-    ) -> Result<(FileAttr, FileHandle), Errno> {
+        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<BackingId>,
+    ) -> Result<(FileAttr, FileHandle, Option<Arc<BackingId>>), Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         self.handles.may_add(req.uid())?;
-        let _as = self.as_caller(req)?;
+        let caller = self.as_caller(req)?;
         let mode = self.creation_mode(parent.fd(), mode & 0o7777, umask);
         let fd = host::create_file(
             parent.fd(),
@@ -126,13 +158,20 @@ impl<T: InodeTable> Passthrough<T> {
         // The kernel holds the lookup just counted until our reply: the
         // handle's own reference cannot miss.
         let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;
+        drop(caller);
+        let file = File::from(fd);
+        let backing = self.backings.open(attr.ino.0, || register(file.as_fd()));
         let opener = opener_of(req);
+        let passthrough = backing.as_ref().map(|_| attr.ino.0);
         match self
             .handles
-            .add(inode, Open::File(File::from(fd), opener), opener.uid)
+            .add(inode, Open::File(file, opener), opener.uid, passthrough)
         {
-            Ok(fh) => Ok((attr, fh)),
+            Ok(fh) => Ok((attr, fh, backing)),
             Err(e) => {
+                if let Some(id) = passthrough {
+                    self.backings.release(id);
+                }
                 // No reply carries the lookup: it is given back here (a
                 // race past `may_add` above; the file stays made).
                 let _ = self.table.forget(attr.ino.0, 1);
@@ -160,8 +199,12 @@ impl<T: InodeTable> Passthrough<T> {
         }
     }
 
-    /// `RELEASE` and `RELEASEDIR`: the handle and its inode reference go.
+    /// `RELEASE` and `RELEASEDIR`: the handle and its inode reference go,
+    /// and the open leaves its inode's I/O mode.
     pub(crate) fn do_release(&self, fh: FileHandle) -> Result<(), Errno> {
-        self.handles.remove(fh)
+        if let Some(id) = self.handles.remove(fh)? {
+            self.backings.release(id);
+        }
+        Ok(())
     }
 }

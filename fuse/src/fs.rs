@@ -20,6 +20,7 @@ use fuser::{Errno, Generation, INodeNo, Request};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
+use crate::backing::Backings;
 use crate::creds::{self, AsCaller, CredCounts};
 use crate::descriptors::{DescriptorStats, Descriptors};
 use crate::file_handle;
@@ -50,6 +51,14 @@ pub struct Passthrough<T: InodeTable> {
     pub(crate) descriptors: Descriptors,
     pub(crate) server_is_root: bool,
     pub(crate) cred_counts: CredCounts,
+    /// Kernel passthrough of read-only opens, if asked for and offered.
+    pub(crate) backings: Backings,
+    /// Whether to offer passthrough at `INIT` ([`Options::passthrough`]).
+    pub(crate) passthrough: bool,
+    /// `READ` requests served.
+    pub(crate) reads: AtomicU64,
+    /// `WRITE` requests served.
+    pub(crate) writes: AtomicU64,
     pub(crate) refused_forgets: AtomicU64,
     /// `LOOKUP` requests served, found or not.
     pub(crate) lookups: AtomicU64,
@@ -117,6 +126,10 @@ impl<T: InodeTable> Passthrough<T> {
             descriptors: Descriptors::new(options.descriptor_budget()),
             server_is_root: creds::can_switch(),
             cred_counts: CredCounts::default(),
+            backings: Backings::new(),
+            passthrough: options.passthrough,
+            reads: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
             refused_forgets: AtomicU64::new(0),
             lookups: AtomicU64::new(0),
             listings: AtomicU64::new(0),
@@ -180,6 +193,25 @@ impl<T: InodeTable> Passthrough<T> {
             &self.cred_counts,
         )
         .map_err(Errno::from)
+    }
+
+    /// Whether open files are read and written by the kernel from the host
+    /// file (FUSE passthrough: asked for, offered by the kernel at `INIT`,
+    /// and no backing refused since).
+    pub fn kernel_passthrough(&self) -> bool {
+        self.backings.enabled()
+    }
+
+    /// `READ` requests served (a read the kernel served from its page
+    /// cache, or from the host file by passthrough, never comes here).
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    /// `WRITE` requests served (a write the kernel made to the host file
+    /// by passthrough never comes here).
+    pub fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
     }
 
     /// `setfsuid`, `setfsgid` and `setgroups` calls made for callers.

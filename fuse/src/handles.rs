@@ -56,6 +56,9 @@ pub(crate) struct Handle<R> {
     pub(crate) open: Open,
     /// The uid whose share it counts in.
     owner: u32,
+    /// The inode's node id, if the open is passthrough (its backing is
+    /// given back at the `RELEASE`).
+    passthrough: Option<u64>,
 }
 
 /// The handles, by number.
@@ -119,7 +122,13 @@ impl<R> Handles<R> {
     ///
     /// `EMFILE` when `owner` holds their share, `ENFILE` when every handle
     /// is taken; `inode` and `open` are dropped then.
-    pub(crate) fn add(&self, inode: R, open: Open, owner: u32) -> Result<FileHandle, Errno> {
+    pub(crate) fn add(
+        &self,
+        inode: R,
+        open: Open,
+        owner: u32,
+        passthrough: Option<u64>,
+    ) -> Result<FileHandle, Errno> {
         let mut table = self.map.write().unwrap_or_else(|e| e.into_inner());
         self.check(&table, owner)?;
         *table.per_user.entry(owner).or_insert(0) += 1;
@@ -129,6 +138,7 @@ impl<R> Handles<R> {
             _inode: inode,
             open,
             owner,
+            passthrough,
         });
         table.by_number.insert(fh, h);
         Ok(FileHandle(fh))
@@ -158,8 +168,9 @@ impl<R> Handles<R> {
     }
 
     /// Ends a handle (`RELEASE`); its inode reference goes with it once no
-    /// request in flight uses it.
-    pub(crate) fn remove(&self, fh: FileHandle) -> Result<(), Errno> {
+    /// request in flight uses it. Returns the node id of a passthrough
+    /// open's inode.
+    pub(crate) fn remove(&self, fh: FileHandle) -> Result<Option<u64>, Errno> {
         let removed = {
             let mut table = self.map.write().unwrap_or_else(|e| e.into_inner());
             let removed = table.by_number.remove(&fh.0).ok_or(Errno::EBADF)?;
@@ -172,8 +183,7 @@ impl<R> Handles<R> {
             removed
         };
         // The inode reference and the descriptor go after the lock.
-        drop(removed);
-        Ok(())
+        Ok(removed.passthrough)
     }
 }
 

@@ -41,6 +41,13 @@ pub struct Options {
     /// handles, which are what the hard limit on descriptors leaves beside
     /// the descriptor budget and 64 spare (past them, `ENFILE`), at least 16.
     pub handles_per_user: Option<usize>,
+    /// Whether open files are read and written by the kernel from the host
+    /// file itself (FUSE passthrough, Linux 6.9+), where the kernel offers
+    /// it. Off by default: the kernel then reads and writes with the
+    /// server's filesystem uid (0), so writes meet root's limits rather
+    /// than the writer's (the blocks ext4 keeps for root), as every write
+    /// through libfuse's `passthrough_hp` does.
+    pub passthrough: bool,
 }
 
 impl Default for Options {
@@ -50,6 +57,7 @@ impl Default for Options {
             host_inodes: HostInodes::default(),
             descriptor_budget: None,
             handles_per_user: None,
+            passthrough: false,
         }
     }
 }

@@ -74,6 +74,17 @@ impl<T: InodeTable> Filesystem for Server<T> {
         // which applies it only where no default ACL does, as the host.
         let _ = config
             .add_capabilities(fuser::InitFlags::FUSE_POSIX_ACL | fuser::InitFlags::FUSE_DONT_MASK);
+        // Opens read and written by the kernel from the host file itself
+        // (`backing.rs`), if asked for and offered; the share must not be
+        // on a stacked filesystem itself (depth 1).
+        if self.0.passthrough
+            && config.set_max_stack_depth(1).is_ok()
+            && config
+                .add_capabilities(fuser::InitFlags::FUSE_PASSTHROUGH)
+                .is_ok()
+        {
+            self.0.backings.enable();
+        }
         Ok(())
     }
 
@@ -224,8 +235,11 @@ impl<T: InodeTable> Filesystem for Server<T> {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        reply_with!(reply, self.0.do_open(req, ino, flags), |fh| reply
-            .opened(fh, FopenFlags::empty()));
+        let r = self.0.do_open(req, ino, flags, |fd| reply.open_backing(fd));
+        reply_with!(reply, r, |(fh, backing)| match backing {
+            Some(backing) => reply.opened_passthrough(fh, FopenFlags::empty(), &backing),
+            None => reply.opened(fh, FopenFlags::empty()),
+        });
     }
 
     fn read(
@@ -375,14 +389,22 @@ impl<T: InodeTable> Filesystem for Server<T> {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let r = self.0.do_create(req, parent, name, mode, umask, flags);
-        reply_with!(reply, r, |(a, fh)| reply.created(
-            &self.0.ttl,
-            &a,
-            GENERATION,
-            fh,
-            FopenFlags::empty()
-        ));
+        let r = self
+            .0
+            .do_create(req, parent, name, mode, umask, flags, |fd| {
+                reply.open_backing(fd)
+            });
+        reply_with!(reply, r, |(a, fh, backing)| match backing {
+            Some(backing) => reply.created_passthrough(
+                &self.0.ttl,
+                &a,
+                GENERATION,
+                fh,
+                FopenFlags::empty(),
+                &backing
+            ),
+            None => reply.created(&self.0.ttl, &a, GENERATION, fh, FopenFlags::empty()),
+        });
     }
 
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {

@@ -8,7 +8,7 @@ use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 
-use lockref_fuse::InodeTable;
+use lockref_fuse::{InodeTable, Options, Passthrough};
 
 mod common;
 use common::*;
@@ -507,6 +507,92 @@ fn a_callers_credentials_are_switched_only_when_they_change<T: InodeTable>() {
     });
 }
 on_both_tables!(a_callers_credentials_are_switched_only_when_they_change);
+
+/// With `Options::passthrough`, an open file is read and written by the
+/// kernel from the host file, no `READ` or `WRITE` reaching the server,
+/// where the kernel offers FUSE passthrough (Linux 6.9 and later); without
+/// it, or where it is not offered, the server serves them. Every open of
+/// an inode shares its backing (the kernel refuses any other open beside
+/// a passthrough one): another user's open and a writable open beside a
+/// held one work, and all see the same bytes; the backing goes with the
+/// last release.
+fn open_files_skip_the_server_with_passthrough<T: InodeTable>() {
+    use std::os::unix::fs::FileExt;
+    // Read under the mount's lock on counting descriptors.
+    let offered = || {
+        let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        let mut n = release
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|n| n.parse::<u32>().unwrap_or(0));
+        (n.next().unwrap_or(0), n.next().unwrap_or(0)) >= (6, 9)
+    };
+    for passthrough in [true, false] {
+        with_mount_made::<T>(
+            2,
+            |source| {
+                Passthrough::with_options(
+                    source,
+                    Options {
+                        passthrough,
+                        ..Options::default()
+                    },
+                )
+                .unwrap()
+            },
+            |m| {
+                let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
+                fs::write(m.host("big"), &data).unwrap();
+                fs::set_permissions(m.host("big"), fs::Permissions::from_mode(0o666)).unwrap();
+                assert_eq!(m.fs.kernel_passthrough(), passthrough && offered());
+                let served = |m: &Mount<T>| (m.fs.reads(), m.fs.writes());
+                let before = served(m);
+                assert_eq!(fs::read(m.at("big")).unwrap(), data);
+                let held = fs::File::open(m.at("big")).unwrap();
+                let other = sh_as_nobody(&format!(
+                    "cmp {} {} && printf written | dd of={} conv=notrunc status=none",
+                    m.at("big").display(),
+                    m.host("big").display(),
+                    m.at("big").display()
+                ));
+                assert!(
+                    other.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&other.stderr)
+                );
+                let writer = fs::OpenOptions::new()
+                    .write(true)
+                    .open(m.at("big"))
+                    .unwrap();
+                writer.write_all_at(b"WRITTEN", 4096).unwrap();
+                drop(writer);
+                let mut seen = [0; 7];
+                held.read_exact_at(&mut seen, 0).unwrap();
+                assert_eq!(
+                    &seen, b"written",
+                    "the held open sees the other user's write"
+                );
+                held.read_exact_at(&mut seen, 4096).unwrap();
+                assert_eq!(&seen, b"WRITTEN");
+                drop(held);
+                let (reads, writes) = served(m);
+                if m.fs.kernel_passthrough() {
+                    assert_eq!((reads, writes), before, "read and written by the kernel");
+                } else {
+                    assert!(
+                        reads > before.0 && writes > before.1,
+                        "served by the server"
+                    );
+                }
+                let host = fs::read(m.host("big")).unwrap();
+                assert_eq!(
+                    (&host[..7], &host[4096..4103]),
+                    (&b"written"[..], &b"WRITTEN"[..])
+                );
+            },
+        );
+    }
+}
+on_both_tables!(open_files_skip_the_server_with_passthrough);
 
 /// A directory's listing is cached by the kernel across opens: a second
 /// listing reaches the server with no `READDIR`, and a create through the
