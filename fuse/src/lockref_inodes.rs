@@ -95,28 +95,28 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
             // The reference is the kernel's, given back by `forget`: one
             // atomic on the inode when the kernel holds it already. The
             // table's own id for the entry (its slot) is not the node id.
-            let slot = self.table.hand_out(at, |_| LockrefInode {
-                data: InodeData {
-                    id: at,
-                    key,
-                    host: host.take().expect("made at most once")(),
-                },
-            });
-            // What was handed out is the live inode under `id`: another
-            // birth's if the host gave the number of a file it deleted to
-            // this one while the kernel still holds the first. That
-            // reference goes back, and this file takes a numbered id,
+            // The inode under `id` is this file only if its key says so:
+            // the host may have given the number of a file it deleted to
+            // this one while the kernel still holds the first. Refused,
+            // the reference goes back, and this file takes a numbered id,
             // which no other inode has (so the loop ends there).
-            match self.table.get(slot) {
-                Ok(inode) if inode.data.key != key => {
-                    drop(inode);
-                    let _ = self.table.forget(slot, 1);
-                    id = self.ids.numbered(key);
-                }
-                _ => {
+            let handed = self.table.hand_out_if(
+                at,
+                |_| LockrefInode {
+                    data: InodeData {
+                        id: at,
+                        key,
+                        host: host.take().expect("made at most once")(),
+                    },
+                },
+                |inode| inode.data.key == key,
+            );
+            match handed {
+                Some(slot) => {
                     self.hints.remember(id, slot);
                     return id;
                 }
+                None => id = self.ids.numbered(key),
             }
         }
     }
@@ -135,9 +135,10 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     }
 
     fn forget(&self, id: u64, n: u64) -> Result<(), ForgetError> {
-        // The entry's slot, named while `inode` holds it.
+        // Reached by its hint, or its key; the kernel's references go
+        // back with the one taken here.
         let inode = self.get(id).ok_or(ForgetError::UnknownInode(id))?;
-        self.table.forget(inode.id(), n).map_err(|e| match e {
+        inode.forget(n).map_err(|e| match e {
             TableError::UnknownId(_) => ForgetError::UnknownInode(id),
             TableError::MoreThanHeld { forget, held, .. } => {
                 ForgetError::MoreThanHeld { id, forget, held }

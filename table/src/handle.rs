@@ -6,6 +6,7 @@ use core::ops::Deref;
 use lockref::CountedRef;
 
 use crate::node::Node;
+use crate::TableError;
 
 /// An owned, counted reference to an entry of a [`Table`](crate::Table):
 /// one pointer. `Clone` takes a reference (one atomic on the entry), `Drop`
@@ -57,6 +58,40 @@ impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
         // dropped and this call ended them. Nothing reads the node after.
         unsafe { CountedRef::put_many(ptr, put) }.expect("references this call owns");
         id
+    }
+
+    /// Gives back `n` of the references the peer was handed for this
+    /// entry (a FUSE `FORGET`), and this handle's with them: what
+    /// [`Table::forget`](crate::Table::forget) does for an id, for a
+    /// caller that reached the entry another way (by a hint, by its key).
+    /// The handle holds the entry, so no epoch pin is taken; when they are
+    /// the peer's last, the two references go back in one atomic.
+    ///
+    /// # Errors
+    ///
+    /// [`TableError::MoreThanHeld`] if the peer holds fewer than `n`
+    /// (none, after the table was dropped): nothing changes but the
+    /// handle's reference, given back as by its drop.
+    pub fn forget(self, n: u64) -> Result<(), TableError> {
+        let node = &*self.counted;
+        let id = node.id();
+        let last = match node.counts.peer.forget(n) {
+            Ok(last) => last,
+            Err(held) => {
+                return Err(TableError::MoreThanHeld {
+                    id,
+                    forget: n,
+                    held,
+                })
+            }
+        };
+        let ptr = CountedRef::into_raw(self.counted);
+        // SAFETY: the handle's reference, and the peer's one if these were
+        // its last (`PeerRefs::forget`): both this call's. Nothing reads
+        // the node after.
+        unsafe { CountedRef::put_many(ptr, 1 + u32::from(last)) }
+            .expect("references this call owns");
+        Ok(())
     }
 
     /// Whether two handles are to the same entry.

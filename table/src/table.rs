@@ -166,6 +166,26 @@ where
     /// make).into_id()` (a FUSE `LOOKUP`), in one atomic on the entry and
     /// no lock when the peer holds it already.
     pub fn hand_out(&self, key: K, make: impl FnOnce(u64) -> V) -> u64 {
+        self.hand_out_if(key, make, |_| true)
+            .expect("every entry is accepted")
+    }
+
+    /// [`hand_out`](Self::hand_out) if `accept` takes the entry found, or
+    /// made: `None`, with nothing handed out and every count as it was,
+    /// if it refuses it. For a key that does not say everything about
+    /// the entry (a FUSE server's node id, whose host inode the host may
+    /// have replaced by another with the same number): the entry is
+    /// checked under the reference just handed out, so a hit costs one
+    /// atomic on the entry, where `hand_out` and a `get` to check would
+    /// cost three. A refused entry's reference is given back as
+    /// [`forget`](Self::forget) gives one back (its last reference kills
+    /// it, or keeps it, as any).
+    pub fn hand_out_if(
+        &self,
+        key: K,
+        make: impl FnOnce(u64) -> V,
+        accept: impl FnOnce(&V) -> bool,
+    ) -> Option<u64> {
         let hash = self.shared.hash(&key);
         let found = {
             let guard = crossbeam_epoch::pin();
@@ -175,7 +195,17 @@ where
                     // holds it until the pin ends.
                     let node = unsafe { found.as_ref() };
                     if node.counts.peer.add_another() {
-                        return node.id();
+                        let id = node.id();
+                        // SAFETY: the peer's reference just added holds
+                        // the entry, and with it its value.
+                        if accept(unsafe { node.value() }) {
+                            return Some(id);
+                        }
+                        drop(guard);
+                        // The reference just added: at least one is held.
+                        self.forget(id, 1)
+                            .expect("the peer holds the reference just added");
+                        return None;
                     }
                     // SAFETY: as above; the chain's pointer has the
                     // slots' provenance.
@@ -184,9 +214,8 @@ where
                 None => None,
             }
         };
-        found
-            .unwrap_or_else(|| self.insert_hashed(hash, key, make))
-            .into_id()
+        let entry = found.unwrap_or_else(|| self.insert_hashed(hash, key, make));
+        accept(&entry).then(|| entry.into_id())
     }
 
     /// `find` with the key's hash.

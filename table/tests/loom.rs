@@ -149,6 +149,71 @@ fn hand_out_races_the_last_forget() {
     });
 }
 
+/// A hand out that refuses the entry it found races the peer's last
+/// forget: its reference, added while the peer held the entry or taken
+/// after, goes back; the entry dies once, with whichever side is last,
+/// and the peer is left holding nothing.
+#[test]
+fn a_refused_hand_out_races_the_last_forget() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table_keeping(0);
+        let id = t.hand_out(7, |_| value(&drops, false));
+        let forget = {
+            let t = t.clone();
+            thread::spawn(move || t.forget(id, 1))
+        };
+        let refused = {
+            let (t, drops) = (t.clone(), drops.clone());
+            thread::spawn(move || t.hand_out_if(7, |_| value(&drops, false), |_| false))
+        };
+        assert_eq!(forget.join().unwrap(), Ok(()));
+        assert_eq!(refused.join().unwrap(), None);
+        let made = drops.load(SeqCst);
+        assert!(
+            made == 1 || made == 2,
+            "the first entry, and one the refusal made"
+        );
+        assert_eq!(t.len(), 0, "nothing held: every entry died");
+    });
+}
+
+/// A handle gives back the peer's last reference while another handle
+/// of the entry is dropped: one of the two puts is the last, and the
+/// value is dropped exactly once.
+#[test]
+fn a_handles_forget_races_a_put() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table_keeping(0);
+        let id = t.hand_out(7, |_| value(&drops, false));
+        let (a, b) = (t.get(id).unwrap(), t.get(id).unwrap());
+        let forget = thread::spawn(move || a.forget(1));
+        let put = thread::spawn(move || drop(b));
+        assert_eq!(forget.join().unwrap(), Ok(()));
+        put.join().unwrap();
+        assert_eq!((t.len(), drops.load(SeqCst)), (0, 1));
+    });
+}
+
+/// A handle's forget races the table's drop, which ends the peer's
+/// references: one of the two gives back the peer's reference, and the
+/// value is dropped exactly once.
+#[test]
+fn a_handles_forget_races_the_tables_drop() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        let id = t.hand_out(8, |_| value(&drops, true));
+        let held = t.get(id).unwrap();
+        let forget = thread::spawn(move || held.forget(1).is_ok());
+        let teardown = thread::spawn(move || drop(t));
+        let _ = forget.join().unwrap();
+        teardown.join().unwrap();
+        assert_eq!(drops.load(SeqCst), 1, "dropped once, not leaked");
+    });
+}
+
 /// The reclaimer kills an unused entry while a lookup revives it: the
 /// lookup either wins (the entry stays, in use) or finds it gone.
 #[test]

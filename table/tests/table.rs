@@ -226,6 +226,13 @@ fn handles_outlive_the_table() {
     );
 }
 
+/// A handle's entry's lockref operations so far: all of them, the
+/// lockless ones, the lock acquisitions.
+fn ops(h: &Handle<u64, Inode>) -> (usize, usize, usize) {
+    let s = h.lockref_stats();
+    (s.operations, s.lockless, s.lock_acquisitions)
+}
+
 /// Exact accounting: a lookup hit is one atomic operation on the entry's
 /// lockref and takes no lock of the table; handing out a reference the
 /// peer holds already, and a forget that is not the last, are one atomic
@@ -238,10 +245,6 @@ fn a_hit_is_one_atomic_on_the_entry_and_a_forget_not_the_last_takes_no_lock() {
     let held = table.get(id).unwrap();
     held.reset_lockref_stats();
     let locks = table.locks_taken();
-    let ops = |h: &Handle<u64, Inode>| {
-        let s = h.lockref_stats();
-        (s.operations, s.lockless, s.lock_acquisitions)
-    };
 
     let hit = table.find(&1).unwrap();
     assert_eq!(ops(&held), (1, 1, 0), "a hit: one lockless get");
@@ -267,6 +270,102 @@ fn a_hit_is_one_atomic_on_the_entry_and_a_forget_not_the_last_takes_no_lock() {
     table.forget(id, 1).unwrap();
     assert_eq!(ops(&held), (1, 1, 0), "the last forget: one lockless put");
     assert_eq!(held.count(), 1);
+}
+
+/// `hand_out_if` checks the entry under the reference it hands out: an
+/// accepted hit is one atomic on the peer's count (none on the lockref,
+/// no lock); a refused one changes no count, and its reference, if it was
+/// the only one, takes the entry with it as a forget would.
+#[test]
+fn a_refused_hand_out_gives_its_reference_back() {
+    let drops = Arc::default();
+    let table = caching(0);
+    let id = table.hand_out(1, |_| inode(&drops));
+    let held = table.get(id).unwrap();
+    held.reset_lockref_stats();
+    let locks = table.locks_taken();
+    let is_linked = |i: &Inode| i.linked.load(Ordering::Relaxed);
+
+    assert_eq!(
+        table.hand_out_if(1, |_| unreachable!(), is_linked),
+        Some(id)
+    );
+    assert_eq!(
+        (held.peer_refs(), ops(&held)),
+        (2, (0, 0, 0)),
+        "accepted: the peer's count only"
+    );
+    held.linked.store(false, Ordering::Relaxed);
+    assert_eq!(table.hand_out_if(1, |_| unreachable!(), is_linked), None);
+    assert_eq!(
+        (held.peer_refs(), held.count()),
+        (2, 2),
+        "refused: as it was"
+    );
+    assert_eq!(table.locks_taken(), locks, "no table lock");
+
+    // Not handed out to the peer: the reference refused is a handle's.
+    table.forget(id, 2).unwrap();
+    assert_eq!((held.peer_refs(), held.count()), (0, 1));
+    assert_eq!(table.hand_out_if(1, |_| unreachable!(), is_linked), None);
+    assert_eq!(
+        (held.peer_refs(), held.count()),
+        (0, 1),
+        "refused: as it was"
+    );
+    drop(held);
+    assert_eq!((table.len(), drops.load(Ordering::Relaxed)), (0, 1));
+
+    // Made by this call and refused: it dies at once.
+    assert_eq!(table.hand_out_if(2, |_| inode(&drops), |_| false), None);
+    assert_eq!((table.len(), drops.load(Ordering::Relaxed)), (0, 2));
+}
+
+/// `Handle::forget` gives back the peer's references with the handle's:
+/// not the last, one atomic on the peer's count and the handle's put; the
+/// last, one put of both; more than held, refused with every count as it
+/// was (the handle's own reference aside).
+#[test]
+fn a_handle_forgets_the_peers_references_with_its_own() {
+    let drops = Arc::default();
+    let table = caching(0);
+    let id = table.hand_out(1, |_| inode(&drops));
+    assert_eq!(table.hand_out(1, |_| unreachable!()), id);
+    let held = table.get(id).unwrap();
+    held.reset_lockref_stats();
+
+    assert_eq!(
+        table.get(id).unwrap().forget(3),
+        Err(TableError::MoreThanHeld {
+            id,
+            forget: 3,
+            held: 2
+        })
+    );
+    assert_eq!(
+        (held.peer_refs(), held.count()),
+        (2, 2),
+        "refused: as it was"
+    );
+    held.reset_lockref_stats();
+    let by_id = table.get(id).unwrap();
+    by_id.forget(1).unwrap();
+    assert_eq!((held.peer_refs(), held.count()), (1, 2));
+    assert_eq!(ops(&held), (2, 2, 0), "the get and the handle's put");
+    held.reset_lockref_stats();
+    table.get(id).unwrap().forget(1).unwrap();
+    assert_eq!((held.peer_refs(), held.count()), (0, 1));
+    assert_eq!(
+        ops(&held),
+        (2, 2, 0),
+        "the get, then one put of two references"
+    );
+    held.forget(0).unwrap();
+    assert_eq!(
+        (table.len(), drops.load(Ordering::Relaxed)),
+        (0, 1),
+        "the last reference"
+    );
 }
 
 /// A handle handed to the peer after the table is dropped: nobody is left
