@@ -3,13 +3,13 @@
 
 use std::time::UNIX_EPOCH;
 
-use fuser::{AccessFlags, Errno, FileAttr, FileHandle, INodeNo, Request, TimeOrNow};
+use fuser::{AccessFlags, Errno, FileAttr, FileHandle, INodeNo, TimeOrNow};
 use nix::fcntl::AtFlags;
 use nix::sys::stat::Mode;
 use nix::sys::statvfs::Statvfs;
 use nix::sys::time::TimeSpec;
 
-use crate::creds;
+use crate::creds::{self, Caller};
 use crate::fs::Passthrough;
 use crate::handles::Open;
 use crate::host::{self, errno, stat_fd};
@@ -65,7 +65,7 @@ impl<T: InodeTable> Passthrough<T> {
 
     pub(crate) fn do_setattr(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
         change: SetAttr,
     ) -> Result<FileAttr, Errno> {
@@ -80,7 +80,7 @@ impl<T: InodeTable> Passthrough<T> {
             ctime,
         } = change;
         let inode = self.inode(ino)?;
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         let st = stat_fd(inode.fd())?;
         let is_symlink = host::file_type(st.st_mode) == fuser::FileType::Symlink;
         let path = host::proc_path(inode.fd());
@@ -150,14 +150,14 @@ impl<T: InodeTable> Passthrough<T> {
 
     pub(crate) fn do_access(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
         mask: AccessFlags,
     ) -> Result<(), Errno> {
         let inode = self.inode(ino)?;
         let st = stat_fd(inode.fd())?;
-        let groups = creds::groups_of(req.pid());
-        if host::may_access(&st, mask.bits(), req.uid(), req.gid(), &groups) {
+        let groups = creds::groups_of(caller.pid);
+        if host::may_access(&st, mask.bits(), caller.uid, caller.gid, &groups) {
             Ok(())
         } else {
             Err(Errno::EACCES)

@@ -25,7 +25,7 @@
 //! (ext4's reserved blocks) and pass quota limits. The server needs it
 //! for nothing: its descriptor limit is raised to the hard limit, which
 //! takes no capability. A write is made as its file's opener (see
-//! `handles::Opener`), so a mapped file's pages, which the kernel writes
+//! `handles::Caller`), so a mapped file's pages, which the kernel writes
 //! back in requests of uid 0, meet the opener's limits too.
 //!
 //! Why a cached list of groups is safe: the mount always has
@@ -90,6 +90,29 @@ thread_local! {
         read: HashMap::new(),
         without_resource_cap: false,
     });
+}
+
+/// Who a request is for: its uid, gid and pid, as the kernel sent them;
+/// owned, so that a request waiting its user's turn
+/// ([`crate::shares`]) keeps it. A handle keeps its opener's: the kernel
+/// sends the writes of a mapped file's dirty pages in requests of its own
+/// (uid 0 then), so a write is made as the opener, whose limits (the
+/// blocks a filesystem keeps for root) it must meet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Caller {
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) pid: u32,
+}
+
+impl Caller {
+    pub(crate) fn of(req: &fuser::Request) -> Self {
+        Caller {
+            uid: req.uid(),
+            gid: req.gid(),
+            pid: req.pid(),
+        }
+    }
 }
 
 /// The caller's credentials, in effect until dropped (then the server's

@@ -6,10 +6,11 @@ use std::ops::ControlFlow;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::Ordering;
 
-use fuser::{Errno, FileHandle, FopenFlags, INodeNo, ReplyDirectory, ReplyDirectoryPlus, Request};
+use fuser::{Errno, FileHandle, FopenFlags, INodeNo, ReplyDirectory, ReplyDirectoryPlus};
 use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::Mode;
 
+use crate::creds::Caller;
 use crate::fs::{Passthrough, GENERATION};
 use crate::handles::{DirStream, Open};
 use crate::host::{self, errno};
@@ -18,12 +19,12 @@ use crate::table::{InodeTable, ROOT_ID};
 impl<T: InodeTable> Passthrough<T> {
     pub(crate) fn do_opendir(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
     ) -> Result<(FileHandle, FopenFlags), Errno> {
         let inode = self.inode(ino)?;
-        let _as = self.as_caller(req)?;
-        self.handles.may_add(req.uid())?;
+        let _as = self.as_caller(caller)?;
+        self.handles.may_add(caller.uid)?;
         let stream = DirStream::open(inode.fd())?;
         // With entries cached at all, the kernel may cache the listing too
         // (`FOPEN_CACHE_DIR`) and keep it across opens (`FOPEN_KEEP_CACHE`),
@@ -38,13 +39,13 @@ impl<T: InodeTable> Passthrough<T> {
         };
         let fh = self
             .handles
-            .add(inode.inode, Open::Dir(stream), req.uid(), None)?;
+            .add(inode.inode, Open::Dir(stream), caller.uid, None)?;
         Ok((fh, flags))
     }
 
     pub(crate) fn do_readdirplus(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -57,7 +58,7 @@ impl<T: InodeTable> Passthrough<T> {
         let Open::Dir(stream) = &h.open else {
             return Err(Errno::ENOTDIR);
         };
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         // A lookup is counted for every entry added: once one is, an error
         // must not turn the reply into an error reply, which would carry
         // none of them to the kernel (and so none would ever be forgotten).

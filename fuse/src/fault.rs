@@ -1,9 +1,15 @@
-//! A fault hook in the host layer (feature `testing`): after a number of
-//! successful lookups, the next ones fail with a chosen errno, so that the
-//! tests can break a reply that carries entries part-way (a `READDIRPLUS`)
-//! and check that every lookup counted reaches the kernel.
+//! Fault hooks in the host layer (feature `testing`):
+//! - [`LookupFault`]: after a number of successful lookups, the next ones
+//!   fail with a chosen errno, so that the tests can break a reply that
+//!   carries entries part-way (a `READDIRPLUS`) and check that every lookup
+//!   counted reaches the kernel;
+//! - [`Stall`]: one user's lookups held until released, as a host that is
+//!   slow to answer that user would hold them, for the test of each user's
+//!   share of the serving threads.
 
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use fuser::Errno;
 
@@ -46,5 +52,75 @@ impl LookupFault {
             Err(0) => Err(Errno::from_i32(self.errno.load(Ordering::Relaxed))),
             _ => Ok(()),
         }
+    }
+}
+
+/// One user's lookups, held in the server until released.
+#[derive(Default)]
+pub(crate) struct Stall {
+    state: Mutex<Stalled>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Stalled {
+    /// Whose lookups are held.
+    uid: Option<u32>,
+    /// Lookups held now.
+    held: usize,
+}
+
+impl Stall {
+    fn state(&self) -> MutexGuard<'_, Stalled> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Holds the lookups of `uid` from now on.
+    pub(crate) fn hold(&self, uid: u32) {
+        self.state().uid = Some(uid);
+    }
+
+    /// Lets every held lookup go on, and holds no more.
+    pub(crate) fn release(&self) {
+        self.state().uid = None;
+        self.changed.notify_all();
+    }
+
+    /// Waits until `n` lookups are held, for at most `limit`; whether they
+    /// are.
+    pub(crate) fn wait_held(&self, n: usize, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        let mut state = self.state();
+        while state.held < n {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            state = self
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
+    }
+
+    /// Lookups held now.
+    pub(crate) fn held(&self) -> usize {
+        self.state().held
+    }
+
+    /// Before a lookup by `uid`: waits while that user's are held.
+    pub(crate) fn check(&self, uid: u32) {
+        let mut state = self.state();
+        if state.uid != Some(uid) {
+            return;
+        }
+        state.held += 1;
+        self.changed.notify_all();
+        while state.uid == Some(uid) {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.held -= 1;
     }
 }

@@ -8,13 +8,13 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use fuser::{BackingId, Errno, FileAttr, FileHandle, INodeNo, OpenFlags, Request};
+use fuser::{BackingId, Errno, FileAttr, FileHandle, INodeNo, OpenFlags};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
-use crate::creds::AsCaller;
+use crate::creds::{AsCaller, Caller};
 use crate::fs::Passthrough;
-use crate::handles::{Open, Opener};
+use crate::handles::Open;
 use crate::host::{self, check_name, errno, stat_fd};
 use crate::table::InodeTable;
 
@@ -22,29 +22,20 @@ use crate::table::InodeTable;
 /// request whose size field says more.
 const MAX_READ: u32 = 1 << 20;
 
-/// Who a file is opened for.
-fn opener_of(req: &Request) -> Opener {
-    Opener {
-        uid: req.uid(),
-        gid: req.gid(),
-        pid: req.pid(),
-    }
-}
-
 impl<T: InodeTable> Passthrough<T> {
     /// `OPEN`: the handle, and the inode's passthrough backing if the
     /// kernel is to read and write the host file itself; `register` makes
     /// one from the host file (the reply's `open_backing`).
     pub(crate) fn do_open(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
         flags: OpenFlags,
         register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<BackingId>,
     ) -> Result<(FileHandle, Option<Arc<BackingId>>), Errno> {
         let inode = self.inode(ino)?;
-        self.handles.may_add(req.uid())?;
-        let caller = self.as_caller(req)?;
+        self.handles.may_add(caller.uid)?;
+        let as_caller = self.as_caller(caller)?;
         let st = stat_fd(inode.fd())?;
         match host::file_type(st.st_mode) {
             fuser::FileType::Symlink => return Err(Errno::ELOOP),
@@ -62,10 +53,10 @@ impl<T: InodeTable> Passthrough<T> {
         .map_err(errno)?;
         // The caller's rights are checked: the backing, shared by every
         // caller of the inode, is the server's own (`backing.rs`).
-        drop(caller);
+        drop(as_caller);
         let file = File::from(fd);
         let backing = self.backings.open(inode.id, || register(file.as_fd()));
-        let opener = opener_of(req);
+        let opener = *caller;
         let passthrough = backing.as_ref().map(|_| inode.id);
         self.handles
             .add(
@@ -135,7 +126,7 @@ impl<T: InodeTable> Passthrough<T> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn do_create(
         &self,
-        req: &Request,
+        caller: &Caller,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -145,8 +136,8 @@ impl<T: InodeTable> Passthrough<T> {
     ) -> Result<(FileAttr, FileHandle, Option<Arc<BackingId>>), Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
-        self.handles.may_add(req.uid())?;
-        let caller = self.as_caller(req)?;
+        self.handles.may_add(caller.uid)?;
+        let as_caller = self.as_caller(caller)?;
         let mode = self.creation_mode(parent.fd(), mode & 0o7777, umask);
         let fd = host::create_file(
             parent.fd(),
@@ -158,10 +149,10 @@ impl<T: InodeTable> Passthrough<T> {
         // The kernel holds the lookup just counted until our reply: the
         // handle's own reference cannot miss.
         let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;
-        drop(caller);
+        drop(as_caller);
         let file = File::from(fd);
         let backing = self.backings.open(attr.ino.0, || register(file.as_fd()));
-        let opener = opener_of(req);
+        let opener = *caller;
         let passthrough = backing.as_ref().map(|_| attr.ino.0);
         match self
             .handles

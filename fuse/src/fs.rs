@@ -16,12 +16,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fuser::{Errno, Generation, INodeNo, Request};
+use fuser::{Errno, Generation, INodeNo};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
 use crate::backing::Backings;
-use crate::creds::{self, AsCaller, CredCounts};
+use crate::creds::{self, AsCaller, Caller, CredCounts};
 use crate::descriptors::{DescriptorStats, Descriptors};
 use crate::file_handle;
 use crate::handles::Handles;
@@ -29,6 +29,7 @@ use crate::host;
 use crate::host_inode::{DescriptorSlot, HostInode};
 use crate::live::Live;
 use crate::options::{HostInodes, Options, DEFAULT_TTL};
+use crate::shares::Shares;
 use crate::table::InodeTable;
 
 /// A node id names one host inode for the server's life ([`NodeIds`]), so
@@ -65,9 +66,17 @@ pub struct Passthrough<T: InodeTable> {
     /// `READDIR` and `READDIRPLUS` requests served.
     pub(crate) listings: AtomicU64,
     pub(crate) ttl: Duration,
+    /// Each user's share of the serving threads, and the requests waiting
+    /// their turn.
+    pub(crate) shares: Shares<Waiting<T>>,
     #[cfg(feature = "testing")]
     pub(crate) fault: crate::fault::LookupFault,
+    #[cfg(feature = "testing")]
+    pub(crate) stall: crate::fault::Stall,
 }
+
+/// A request waiting its user's turn: what serves it, with its reply.
+pub(crate) type Waiting<T> = Box<dyn FnOnce(&Passthrough<T>) + Send>;
 
 impl<T: InodeTable> Passthrough<T> {
     /// Mirrors the host directory `source`.
@@ -134,8 +143,11 @@ impl<T: InodeTable> Passthrough<T> {
             lookups: AtomicU64::new(0),
             listings: AtomicU64::new(0),
             ttl: options.ttl,
+            shares: Shares::new(crate::mount::MountConfig::default().threads),
             #[cfg(feature = "testing")]
             fault: crate::fault::LookupFault::new(),
+            #[cfg(feature = "testing")]
+            stall: crate::fault::Stall::default(),
         })
     }
 
@@ -155,6 +167,33 @@ impl<T: InodeTable> Passthrough<T> {
     #[cfg(feature = "testing")]
     pub fn heal(&self) {
         self.fault.disarm();
+    }
+
+    /// Test builds: the lookups of user `uid` are held in the server, each
+    /// on the thread serving it, until [`release_held`](Self::release_held)
+    /// (a host slow to answer that user).
+    #[cfg(feature = "testing")]
+    pub fn hold_lookups_of(&self, uid: u32) {
+        self.stall.hold(uid);
+    }
+
+    /// Test builds: waits until `n` lookups are held, for at most `limit`;
+    /// whether they are.
+    #[cfg(feature = "testing")]
+    pub fn wait_until_held(&self, n: usize, limit: std::time::Duration) -> bool {
+        self.stall.wait_held(n, limit)
+    }
+
+    /// Test builds: the lookups held now.
+    #[cfg(feature = "testing")]
+    pub fn held_lookups(&self) -> usize {
+        self.stall.held()
+    }
+
+    /// Test builds: the held lookups go on; none is held after.
+    #[cfg(feature = "testing")]
+    pub fn release_held(&self) {
+        self.stall.release();
     }
 
     /// The inode table.
@@ -184,11 +223,17 @@ impl<T: InodeTable> Passthrough<T> {
         self.listings.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn as_caller(&self, req: &Request) -> Result<AsCaller<'_>, Errno> {
+    /// Requests that waited for their user's turn (a user past its share
+    /// of the serving threads), since the start.
+    pub fn waited_requests(&self) -> u64 {
+        self.shares.waited()
+    }
+
+    pub(crate) fn as_caller(&self, caller: &Caller) -> Result<AsCaller<'_>, Errno> {
         AsCaller::enter(
-            req.uid(),
-            req.gid(),
-            req.pid(),
+            caller.uid,
+            caller.gid,
+            caller.pid,
             self.server_is_root,
             &self.cred_counts,
         )

@@ -20,25 +20,15 @@ use fuser::{Errno, FileHandle};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
+use crate::creds::Caller;
 use crate::host::errno;
 
 pub(crate) enum Open {
     /// A file, with who opened it: its writes run as them.
-    File(File, Opener),
+    File(File, Caller),
     /// A directory, listed from the host at each `READDIR` (offsets are the
     /// host's own seek cookies, as getdents and telldir use them).
     Dir(DirStream),
-}
-
-/// Who opened a file: the `OPEN` or `CREATE` request's uid, gid and pid.
-/// The kernel sends the writes of a mapped file's dirty pages in
-/// requests of its own (uid 0 then), so a write is made as the opener,
-/// whose limits (the blocks a filesystem keeps for root) it must meet.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Opener {
-    pub(crate) uid: u32,
-    pub(crate) gid: u32,
-    pub(crate) pid: u32,
 }
 
 /// How many handles may be open: in all, and per user.

@@ -88,6 +88,8 @@ mod options;
 mod ranges;
 #[cfg(feature = "server")]
 mod server;
+#[cfg(feature = "server")]
+mod shares;
 mod slot_hints;
 mod table;
 mod virtiofsd_inodes;

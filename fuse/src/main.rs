@@ -43,7 +43,10 @@ struct Args {
     /// The inode table.
     #[arg(long, value_enum, default_value_t = Table::Lockref)]
     table: Table,
-    /// Threads serving requests, each on its own /dev/fuse clone.
+    /// Threads serving requests: the most served at once for one user.
+    /// One more thread reads /dev/fuse for other users' requests, so that
+    /// one user's requests, however many or slow, never hold them all
+    /// (each user gets a share of these threads while others wait).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
     /// Let other users in: needed for a mount meant for several users, since

@@ -14,7 +14,11 @@ use crate::table::InodeTable;
 pub struct MountConfig {
     /// The source name in `/proc/mounts`.
     pub fsname: String,
-    /// Serving threads, each on its own `/dev/fuse` clone.
+    /// Serving threads: the most requests served at once for one user.
+    /// The server reads on one thread more (each thread on its own
+    /// `/dev/fuse` clone), left for the requests of other users within
+    /// their share of the serving threads (`shares.rs`), so that one
+    /// user's requests, however slow, never hold them all.
     pub threads: usize,
     /// Let users other than the mounter in (`allow_other`).
     pub allow_other: bool,
@@ -42,7 +46,7 @@ impl MountConfig {
         if self.allow_other {
             config.acl = fuser::SessionACL::All;
         }
-        config.n_threads = Some(self.threads.max(1));
+        config.n_threads = Some(self.threads.max(1) + 1);
         config.clone_fd = true;
         config
     }
@@ -80,6 +84,7 @@ pub fn spawn<T: InodeTable>(
     config: &MountConfig,
 ) -> io::Result<fuser::BackgroundSession> {
     raise_descriptor_limit()?;
+    fs.shares.set_threads(config.threads);
     fuser::spawn_mount(Server(fs), mountpoint, &config.fuser())
 }
 
@@ -96,5 +101,6 @@ pub fn serve<T: InodeTable>(
     config: &MountConfig,
 ) -> io::Result<()> {
     raise_descriptor_limit()?;
+    fs.shares.set_threads(config.threads);
     fuser::mount(Server(fs), mountpoint, &config.fuser())
 }

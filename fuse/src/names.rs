@@ -7,10 +7,11 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use fuser::{Errno, FileAttr, INodeNo, RenameFlags, Request};
+use fuser::{Errno, FileAttr, INodeNo, RenameFlags};
 use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{Mode, SFlag};
 
+use crate::creds::Caller;
 use crate::fs::Passthrough;
 use crate::host::{self, check_name, errno, stat_fd};
 use crate::live::Live;
@@ -48,29 +49,31 @@ impl<T: InodeTable> Passthrough<T> {
 
     pub(crate) fn do_lookup(
         &self,
-        req: &Request,
+        caller: &Caller,
         parent: INodeNo,
         name: &OsStr,
     ) -> Result<FileAttr, Errno> {
         // Relaxed: a counter for tests and reports.
         self.lookups.fetch_add(1, Ordering::Relaxed);
+        #[cfg(feature = "testing")]
+        self.stall.check(caller.uid);
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         self.lookup_child(&parent, name)
     }
 
     /// Creates `name` in `parent` with `make`, then looks it up.
     pub(crate) fn make_child(
         &self,
-        req: &Request,
+        caller: &Caller,
         parent: INodeNo,
         name: &OsStr,
         make: impl FnOnce(BorrowedFd<'_>, &OsStr) -> nix::Result<()>,
     ) -> Result<FileAttr, Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         make(parent.fd(), name).map_err(errno)?;
         self.lookup_child(&parent, name)
     }
@@ -78,27 +81,27 @@ impl<T: InodeTable> Passthrough<T> {
     /// `UNLINK` or `RMDIR`.
     pub(crate) fn remove(
         &self,
-        req: &Request,
+        caller: &Caller,
         parent: INodeNo,
         name: &OsStr,
         how: nix::unistd::UnlinkatFlags,
     ) -> Result<(), Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         nix::unistd::unlinkat(parent.fd(), name, how).map_err(errno)
     }
 
     pub(crate) fn do_mknod(
         &self,
-        req: &Request,
+        caller: &Caller,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
         umask: u32,
         rdev: u32,
     ) -> Result<FileAttr, Errno> {
-        self.make_child(req, parent, name, |dir, name| {
+        self.make_child(caller, parent, name, |dir, name| {
             let kind = SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits());
             let perm = Mode::from_bits_truncate(self.creation_mode(dir, mode & 0o7777, umask));
             nix::sys::stat::mknodat(dir, name, kind, perm, u64::from(rdev))
@@ -107,13 +110,13 @@ impl<T: InodeTable> Passthrough<T> {
 
     pub(crate) fn do_mkdir(
         &self,
-        req: &Request,
+        caller: &Caller,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
         umask: u32,
     ) -> Result<FileAttr, Errno> {
-        self.make_child(req, parent, name, |dir, name| {
+        self.make_child(caller, parent, name, |dir, name| {
             let perm = self.creation_mode(dir, mode & 0o7777, umask);
             nix::sys::stat::mkdirat(dir, name, Mode::from_bits_truncate(perm))
         })
@@ -121,19 +124,19 @@ impl<T: InodeTable> Passthrough<T> {
 
     pub(crate) fn do_symlink(
         &self,
-        req: &Request,
+        caller: &Caller,
         parent: INodeNo,
         name: &OsStr,
         target: &Path,
     ) -> Result<FileAttr, Errno> {
-        self.make_child(req, parent, name, |dir, name| {
+        self.make_child(caller, parent, name, |dir, name| {
             nix::unistd::symlinkat(target, dir, name)
         })
     }
 
     pub(crate) fn do_link(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
         newparent: INodeNo,
         newname: &OsStr,
@@ -143,7 +146,7 @@ impl<T: InodeTable> Passthrough<T> {
         // Through /proc (AT_SYMLINK_FOLLOW jumps to the inode), not
         // AT_EMPTY_PATH, which needs CAP_DAC_READ_SEARCH the caller may
         // lack.
-        self.make_child(req, newparent, newname, |dir, name| {
+        self.make_child(caller, newparent, newname, |dir, name| {
             nix::unistd::linkat(
                 nix::fcntl::AT_FDCWD,
                 path.as_c_str(),
@@ -156,7 +159,7 @@ impl<T: InodeTable> Passthrough<T> {
 
     pub(crate) fn do_rename(
         &self,
-        req: &Request,
+        caller: &Caller,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -168,17 +171,17 @@ impl<T: InodeTable> Passthrough<T> {
         let from = self.inode(parent)?;
         let to = self.inode(newparent)?;
         let flags = nix::fcntl::RenameFlags::from_bits(flags.bits()).ok_or(Errno::EINVAL)?;
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         nix::fcntl::renameat2(from.fd(), name, to.fd(), newname, flags).map_err(errno)
     }
 
     pub(crate) fn do_readlink(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
     ) -> Result<std::ffi::OsString, Errno> {
         let inode = self.inode(ino)?;
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         nix::fcntl::readlinkat(inode.fd(), "").map_err(errno)
     }
 }

@@ -13,10 +13,11 @@
 
 use std::fs::File;
 
-use fuser::{Errno, FileHandle, Request};
+use fuser::{Errno, FileHandle};
 use nix::fcntl::FallocateFlags;
 use nix::unistd::Whence;
 
+use crate::creds::Caller;
 use crate::fs::Passthrough;
 use crate::handles::{Handle, Open};
 use crate::host::errno;
@@ -42,7 +43,7 @@ fn off_t(n: u64) -> Result<i64, Errno> {
 impl<T: InodeTable> Passthrough<T> {
     pub(crate) fn do_fallocate(
         &self,
-        req: &Request,
+        caller: &Caller,
         fh: FileHandle,
         offset: u64,
         length: u64,
@@ -53,7 +54,7 @@ impl<T: InodeTable> Passthrough<T> {
         let mode = FallocateFlags::from_bits(mode).ok_or(Errno::EOPNOTSUPP)?;
         let (offset, length) = (off_t(offset)?, off_t(length)?);
         offset.checked_add(length).ok_or(Errno::EFBIG)?;
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         nix::fcntl::fallocate(f, mode, offset, length).map_err(errno)
     }
 
@@ -74,7 +75,7 @@ impl<T: InodeTable> Passthrough<T> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn do_copy_file_range(
         &self,
-        req: &Request,
+        caller: &Caller,
         fh_in: FileHandle,
         offset_in: u64,
         fh_out: FileHandle,
@@ -89,7 +90,7 @@ impl<T: InodeTable> Passthrough<T> {
         let to = self.handles.file(fh_out)?;
         let (mut off_in, mut off_out) = (off_t(offset_in)?, off_t(offset_out)?);
         let len = usize::try_from(len.min(MAX_COPY)).map_err(|_| Errno::EINVAL)?;
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         let copied = nix::fcntl::copy_file_range(
             file_of(&from)?,
             Some(&mut off_in),

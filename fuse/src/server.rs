@@ -5,6 +5,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
+
+use nix::unistd::UnlinkatFlags;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use fuser::{
@@ -15,7 +17,9 @@ use fuser::{
 };
 
 use crate::attrs::SetAttr;
-use crate::fs::{Passthrough, GENERATION};
+use crate::creds::Caller;
+use crate::fs::{Passthrough, Waiting, GENERATION};
+use crate::shares::Turn;
 use crate::table::InodeTable;
 use crate::xattr::XattrReply;
 
@@ -29,6 +33,50 @@ macro_rules! reply_with {
             Err(e) => $reply.error(e),
         }
     };
+}
+
+/// Serves a request in its user's turn ([`crate::shares`]): at once, on
+/// this thread, while the user is within its share of the serving
+/// threads; else later, on the thread that ends a turn when this user's
+/// comes, with the arguments that borrow the request's buffer (listed in
+/// brackets) copied.
+macro_rules! in_turn {
+    ($server:expr, $req:expr, [$($borrowed:ident),*], |$fs:ident, $caller:pat_param| $body:expr) => {{
+        let caller = Caller::of($req);
+        let fs: &Passthrough<T> = &$server.0;
+        match fs.shares.admit(caller.uid) {
+            Some(turn) => {
+                {
+                    let $fs = fs;
+                    let $caller = &caller;
+                    $body;
+                }
+                serve_waiting(fs, turn);
+            }
+            None => {
+                $(let $borrowed = $borrowed.to_owned();)*
+                let waiting: Waiting<T> = Box::new(move |$fs: &Passthrough<T>| {
+                    let $caller = &caller;
+                    $(let $borrowed = &*$borrowed;)*
+                    $body;
+                });
+                if let Some((turn, request)) = fs.shares.wait(caller.uid, waiting) {
+                    request(fs);
+                    serve_waiting(fs, turn);
+                }
+            }
+        }
+    }};
+}
+
+/// Ends `turn`, then serves the requests waiting that the shares hand this
+/// thread, one after the other, before it goes back to the kernel's queue.
+fn serve_waiting<T: InodeTable>(fs: &Passthrough<T>, turn: Turn<'_, Waiting<T>>) {
+    let mut next = turn.next();
+    while let Some((turn, request)) = next {
+        request(fs);
+        next = turn.next();
+    }
 }
 
 /// A `LOOKUP` reply for a name that does not exist: node id 0 (fuser sends
@@ -60,6 +108,13 @@ impl<T: InodeTable> Filesystem for Server<T> {
         let _ = config.add_capabilities(
             fuser::InitFlags::FUSE_DO_READDIRPLUS | fuser::InitFlags::FUSE_READDIRPLUS_AUTO,
         );
+        // Lookups and listings of one directory in parallel: the kernel
+        // otherwise serializes them per directory (a held lookup would
+        // hold every other caller's lookup in that directory, whatever
+        // the serving threads). The table and the host calls take no
+        // per-directory lock; changes of a directory still hold its lock
+        // in the kernel's VFS.
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_PARALLEL_DIROPS);
         // The server clears set-user-ID and set-group-ID bits itself: every
         // write, truncate and chown runs on the host as the caller, whose
         // host kernel clears them as it would for the caller directly.
@@ -89,31 +144,39 @@ impl<T: InodeTable> Filesystem for Server<T> {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match self.0.do_lookup(req, parent, name) {
-            Ok(attr) => reply.entry(&self.0.ttl, &attr, GENERATION),
-            // A missing name: a negative entry (node id 0) that the kernel
-            // keeps for the entry timeout, as libfuse's passthrough does,
-            // so that the next failed open of it is no round trip. The
-            // kernel drops it itself when a create, mkdir, link, symlink or
-            // rename through this mount makes the name; a name made on the
-            // host directly shows after the timeout, as attributes do.
-            Err(Errno::ENOENT) if !self.0.ttl.is_zero() => {
-                reply.entry(&self.0.ttl, &negative_entry(), GENERATION);
+        in_turn!(
+            self,
+            req,
+            [name],
+            |fs, caller| match fs.do_lookup(caller, parent, name) {
+                Ok(attr) => reply.entry(&fs.ttl, &attr, GENERATION),
+                // A missing name: a negative entry (node id 0) that the kernel
+                // keeps for the entry timeout, as libfuse's passthrough does,
+                // so that the next failed open of it is no round trip. The
+                // kernel drops it itself when a create, mkdir, link, symlink or
+                // rename through this mount makes the name; a name made on the
+                // host directly shows after the timeout, as attributes do.
+                Err(Errno::ENOENT) if !fs.ttl.is_zero() => {
+                    reply.entry(&fs.ttl, &negative_entry(), GENERATION);
+                }
+                Err(e) => reply.error(e),
             }
-            Err(e) => reply.error(e),
-        }
+        );
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        // No reply, no host call: never waits for a turn.
         self.0.forget_one(ino.0, nlookup);
     }
 
     // BATCH_FORGET: fuser's default hands each entry to `forget` (its
     // entry type is not public to override it with).
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let r = self.0.inode(ino).and_then(|i| self.0.attr_of(&i));
-        reply_with!(reply, r, |a| reply.attr(&self.0.ttl, &a));
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        in_turn!(self, req, [], |fs, _| {
+            let r = fs.inode(ino).and_then(|i| fs.attr_of(&i));
+            reply_with!(reply, r, |a| reply.attr(&fs.ttl, &a));
+        });
     }
 
     fn setattr(
@@ -144,13 +207,18 @@ impl<T: InodeTable> Filesystem for Server<T> {
             fh,
             ctime: ctime.is_some(),
         };
-        let r = self.0.do_setattr(req, ino, change);
-        reply_with!(reply, r, |a| reply.attr(&self.0.ttl, &a));
+        in_turn!(self, req, [], |fs, caller| {
+            let r = fs.do_setattr(caller, ino, change);
+            reply_with!(reply, r, |a| reply.attr(&fs.ttl, &a));
+        });
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
-        reply_with!(reply, self.0.do_readlink(req, ino), |t| reply
-            .data(t.as_bytes()));
+        in_turn!(self, req, [], |fs, caller| reply_with!(
+            reply,
+            fs.do_readlink(caller, ino),
+            |t| reply.data(t.as_bytes())
+        ));
     }
 
     fn mknod(
@@ -163,8 +231,10 @@ impl<T: InodeTable> Filesystem for Server<T> {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        let r = self.0.do_mknod(req, parent, name, mode, umask, rdev);
-        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
+        in_turn!(self, req, [name], |fs, caller| {
+            let r = fs.do_mknod(caller, parent, name, mode, umask, rdev);
+            reply_with!(reply, r, |a| reply.entry(&fs.ttl, &a, GENERATION));
+        });
     }
 
     fn mkdir(
@@ -176,22 +246,24 @@ impl<T: InodeTable> Filesystem for Server<T> {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let r = self.0.do_mkdir(req, parent, name, mode, umask);
-        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
+        in_turn!(self, req, [name], |fs, caller| {
+            let r = fs.do_mkdir(caller, parent, name, mode, umask);
+            reply_with!(reply, r, |a| reply.entry(&fs.ttl, &a, GENERATION));
+        });
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let r = self
-            .0
-            .remove(req, parent, name, nix::unistd::UnlinkatFlags::NoRemoveDir);
-        reply_with!(reply, r, |()| reply.ok());
+        in_turn!(self, req, [name], |fs, caller| {
+            let r = fs.remove(caller, parent, name, UnlinkatFlags::NoRemoveDir);
+            reply_with!(reply, r, |()| reply.ok());
+        });
     }
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let r = self
-            .0
-            .remove(req, parent, name, nix::unistd::UnlinkatFlags::RemoveDir);
-        reply_with!(reply, r, |()| reply.ok());
+        in_turn!(self, req, [name], |fs, caller| {
+            let r = fs.remove(caller, parent, name, UnlinkatFlags::RemoveDir);
+            reply_with!(reply, r, |()| reply.ok());
+        });
     }
 
     fn symlink(
@@ -202,8 +274,10 @@ impl<T: InodeTable> Filesystem for Server<T> {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let r = self.0.do_symlink(req, parent, link_name, target);
-        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
+        in_turn!(self, req, [link_name, target], |fs, caller| {
+            let r = fs.do_symlink(caller, parent, link_name, target);
+            reply_with!(reply, r, |a| reply.entry(&fs.ttl, &a, GENERATION));
+        });
     }
 
     fn rename(
@@ -216,10 +290,10 @@ impl<T: InodeTable> Filesystem for Server<T> {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let r = self
-            .0
-            .do_rename(req, parent, name, newparent, newname, flags);
-        reply_with!(reply, r, |()| reply.ok());
+        in_turn!(self, req, [name, newname], |fs, caller| {
+            let r = fs.do_rename(caller, parent, name, newparent, newname, flags);
+            reply_with!(reply, r, |()| reply.ok());
+        });
     }
 
     fn link(
@@ -230,21 +304,25 @@ impl<T: InodeTable> Filesystem for Server<T> {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let r = self.0.do_link(req, ino, newparent, newname);
-        reply_with!(reply, r, |a| reply.entry(&self.0.ttl, &a, GENERATION));
+        in_turn!(self, req, [newname], |fs, caller| {
+            let r = fs.do_link(caller, ino, newparent, newname);
+            reply_with!(reply, r, |a| reply.entry(&fs.ttl, &a, GENERATION));
+        });
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let r = self.0.do_open(req, ino, flags, |fd| reply.open_backing(fd));
-        reply_with!(reply, r, |(fh, backing)| match backing {
-            Some(backing) => reply.opened_passthrough(fh, FopenFlags::empty(), &backing),
-            None => reply.opened(fh, FopenFlags::empty()),
+        in_turn!(self, req, [], |fs, caller| {
+            let r = fs.do_open(caller, ino, flags, |fd| reply.open_backing(fd));
+            reply_with!(reply, r, |(fh, backing)| match backing {
+                Some(backing) => reply.opened_passthrough(fh, FopenFlags::empty(), &backing),
+                None => reply.opened(fh, FopenFlags::empty()),
+            });
         });
     }
 
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -253,12 +331,16 @@ impl<T: InodeTable> Filesystem for Server<T> {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        reply_with!(reply, self.0.do_read(fh, offset, size), |d| reply.data(&d));
+        in_turn!(self, req, [], |fs, _| reply_with!(
+            reply,
+            fs.do_read(fh, offset, size),
+            |d| reply.data(&d)
+        ));
     }
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -268,24 +350,31 @@ impl<T: InodeTable> Filesystem for Server<T> {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        reply_with!(reply, self.0.do_write(fh, offset, data), |n| reply
-            .written(n));
+        in_turn!(self, req, [data], |fs, _| reply_with!(
+            reply,
+            fs.do_write(fh, offset, data),
+            |n| reply.written(n)
+        ));
     }
 
     fn flush(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        reply_with!(reply, self.0.do_flush(fh), |()| reply.ok());
+        in_turn!(self, req, [], |fs, _| reply_with!(
+            reply,
+            fs.do_flush(fh),
+            |()| reply.ok()
+        ));
     }
 
     fn release(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
@@ -293,37 +382,53 @@ impl<T: InodeTable> Filesystem for Server<T> {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        reply_with!(reply, self.0.do_release(fh), |()| reply.ok());
+        in_turn!(self, req, [], |fs, _| reply_with!(
+            reply,
+            fs.do_release(fh),
+            |()| reply.ok()
+        ));
     }
 
     fn fsync(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         datasync: bool,
         reply: ReplyEmpty,
     ) {
-        reply_with!(reply, self.0.do_fsync(fh, datasync), |()| reply.ok());
+        in_turn!(self, req, [], |fs, _| reply_with!(
+            reply,
+            fs.do_fsync(fh, datasync),
+            |()| reply.ok()
+        ));
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        reply_with!(reply, self.0.do_opendir(req, ino), |(fh, flags)| reply
-            .opened(fh, flags));
+        in_turn!(self, req, [], |fs, caller| reply_with!(
+            reply,
+            fs.do_opendir(caller, ino),
+            |(fh, flags)| reply.opened(fh, flags)
+        ));
     }
 
     fn readdir(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        match self.0.do_readdir(fh, offset, &mut reply) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        in_turn!(
+            self,
+            req,
+            [],
+            |fs, _| match fs.do_readdir(fh, offset, &mut reply) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        );
     }
 
     fn readdirplus(
@@ -334,49 +439,67 @@ impl<T: InodeTable> Filesystem for Server<T> {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        match self.0.do_readdirplus(req, ino, fh, offset, &mut reply) {
+        in_turn!(self, req, [], |fs, caller| match fs
+            .do_readdirplus(caller, ino, fh, offset, &mut reply)
+        {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
-        }
+        });
     }
 
     fn releasedir(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        reply_with!(reply, self.0.do_release(fh), |()| reply.ok());
+        in_turn!(self, req, [], |fs, _| reply_with!(
+            reply,
+            fs.do_release(fh),
+            |()| reply.ok()
+        ));
     }
 
     fn fsyncdir(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        reply_with!(reply, self.0.do_fsyncdir(ino), |()| reply.ok());
+        in_turn!(self, req, [], |fs, _| reply_with!(
+            reply,
+            fs.do_fsyncdir(ino),
+            |()| reply.ok()
+        ));
     }
 
-    fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
-        reply_with!(reply, self.0.do_statfs(ino), |s| reply.statfs(
-            s.blocks(),
-            s.blocks_free(),
-            s.blocks_available(),
-            s.files(),
-            s.files_free(),
-            u32::try_from(s.block_size()).unwrap_or(4096),
-            u32::try_from(s.name_max()).unwrap_or(255),
-            u32::try_from(s.fragment_size()).unwrap_or(4096),
+    fn statfs(&self, req: &Request, ino: INodeNo, reply: ReplyStatfs) {
+        in_turn!(self, req, [], |fs, _| reply_with!(
+            reply,
+            fs.do_statfs(ino),
+            |s| reply.statfs(
+                s.blocks(),
+                s.blocks_free(),
+                s.blocks_available(),
+                s.files(),
+                s.files_free(),
+                u32::try_from(s.block_size()).unwrap_or(4096),
+                u32::try_from(s.name_max()).unwrap_or(255),
+                u32::try_from(s.fragment_size()).unwrap_or(4096),
+            )
         ));
     }
 
     fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        reply_with!(reply, self.0.do_access(req, ino, mask), |()| reply.ok());
+        in_turn!(self, req, [], |fs, caller| reply_with!(
+            reply,
+            fs.do_access(caller, ino, mask),
+            |()| reply.ok()
+        ));
     }
 
     fn create(
@@ -389,40 +512,44 @@ impl<T: InodeTable> Filesystem for Server<T> {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let r = self
-            .0
-            .do_create(req, parent, name, mode, umask, flags, |fd| {
+        in_turn!(self, req, [name], |fs, caller| {
+            let r = fs.do_create(caller, parent, name, mode, umask, flags, |fd| {
                 reply.open_backing(fd)
             });
-        reply_with!(reply, r, |(a, fh, backing)| match backing {
-            Some(backing) => reply.created_passthrough(
-                &self.0.ttl,
-                &a,
-                GENERATION,
-                fh,
-                FopenFlags::empty(),
-                &backing
-            ),
-            None => reply.created(&self.0.ttl, &a, GENERATION, fh, FopenFlags::empty()),
+            reply_with!(reply, r, |(a, fh, backing)| match backing {
+                Some(backing) => reply.created_passthrough(
+                    &fs.ttl,
+                    &a,
+                    GENERATION,
+                    fh,
+                    FopenFlags::empty(),
+                    &backing
+                ),
+                None => reply.created(&fs.ttl, &a, GENERATION, fh, FopenFlags::empty()),
+            });
         });
     }
 
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        reply_with!(
+        in_turn!(self, req, [name], |fs, caller| reply_with!(
             reply,
-            self.0.do_getxattr(req, ino, name, size),
+            fs.do_getxattr(caller, ino, name, size),
             |x| match x {
                 XattrReply::Size(n) => reply.size(n),
                 XattrReply::Data(v) => reply.data(&v),
             }
-        );
+        ));
     }
 
     fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        reply_with!(reply, self.0.do_listxattr(req, ino, size), |x| match x {
-            XattrReply::Size(n) => reply.size(n),
-            XattrReply::Data(v) => reply.data(&v),
-        });
+        in_turn!(self, req, [], |fs, caller| reply_with!(
+            reply,
+            fs.do_listxattr(caller, ino, size),
+            |x| match x {
+                XattrReply::Size(n) => reply.size(n),
+                XattrReply::Data(v) => reply.data(&v),
+            }
+        ));
     }
 
     fn setxattr(
@@ -435,13 +562,18 @@ impl<T: InodeTable> Filesystem for Server<T> {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        let r = self.0.do_setxattr(req, ino, name, value, flags);
-        reply_with!(reply, r, |()| reply.ok());
+        in_turn!(self, req, [name, value], |fs, caller| {
+            let r = fs.do_setxattr(caller, ino, name, value, flags);
+            reply_with!(reply, r, |()| reply.ok());
+        });
     }
 
     fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply_with!(reply, self.0.do_removexattr(req, ino, name), |()| reply
-            .ok());
+        in_turn!(self, req, [name], |fs, caller| reply_with!(
+            reply,
+            fs.do_removexattr(caller, ino, name),
+            |()| reply.ok()
+        ));
     }
 
     fn fallocate(
@@ -454,21 +586,26 @@ impl<T: InodeTable> Filesystem for Server<T> {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        let r = self.0.do_fallocate(req, fh, offset, length, mode);
-        reply_with!(reply, r, |()| reply.ok());
+        in_turn!(self, req, [], |fs, caller| {
+            let r = fs.do_fallocate(caller, fh, offset, length, mode);
+            reply_with!(reply, r, |()| reply.ok());
+        });
     }
 
     fn lseek(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: i64,
         whence: i32,
         reply: ReplyLseek,
     ) {
-        reply_with!(reply, self.0.do_lseek(fh, offset, whence), |o| reply
-            .offset(o));
+        in_turn!(self, req, [], |fs, _| reply_with!(
+            reply,
+            fs.do_lseek(fh, offset, whence),
+            |o| reply.offset(o)
+        ));
     }
 
     fn copy_file_range(
@@ -484,9 +621,10 @@ impl<T: InodeTable> Filesystem for Server<T> {
         flags: CopyFileRangeFlags,
         reply: ReplyWrite,
     ) {
-        let r =
-            self.0
-                .do_copy_file_range(req, fh_in, offset_in, fh_out, offset_out, len, flags.bits());
-        reply_with!(reply, r, |n| reply.written(n));
+        let flags = flags.bits();
+        in_turn!(self, req, [], |fs, caller| {
+            let r = fs.do_copy_file_range(caller, fh_in, offset_in, fh_out, offset_out, len, flags);
+            reply_with!(reply, r, |n| reply.written(n));
+        });
     }
 }

@@ -18,8 +18,9 @@ use std::ffi::OsStr;
 use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 
-use fuser::{Errno, INodeNo, Request};
+use fuser::{Errno, INodeNo};
 
+use crate::creds::Caller;
 use crate::fs::Passthrough;
 use crate::host;
 use crate::table::InodeTable;
@@ -158,13 +159,13 @@ fn read_all(
 impl<T: InodeTable> Passthrough<T> {
     pub(crate) fn do_getxattr(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
         name: &OsStr,
         size: u32,
     ) -> Result<XattrReply, Errno> {
         let name = check_xattr_name(name)?;
-        may(name.as_bytes(), false, req.uid() == 0)?;
+        may(name.as_bytes(), false, caller.uid == 0)?;
         let inode = self.inode(ino)?;
         let path = host::proc_path(inode.fd());
         // The host checks nothing on a read of an ACL (the kernel asks for
@@ -173,7 +174,7 @@ impl<T: InodeTable> Passthrough<T> {
         let _as = if is_acl {
             None
         } else {
-            Some(self.as_caller(req)?)
+            Some(self.as_caller(caller)?)
         };
         let value = read_all(XATTR_SIZE_MAX, |buf| {
             rustix::fs::getxattr(path.as_c_str(), name, buf)
@@ -183,22 +184,22 @@ impl<T: InodeTable> Passthrough<T> {
 
     pub(crate) fn do_listxattr(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
         size: u32,
     ) -> Result<XattrReply, Errno> {
         let inode = self.inode(ino)?;
         let path = host::proc_path(inode.fd());
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         let list = read_all(XATTR_LIST_MAX, |buf| {
             rustix::fs::listxattr(path.as_c_str(), buf)
         })?;
-        XattrReply::of(visible_names(&list, req.uid() == 0), size)
+        XattrReply::of(visible_names(&list, caller.uid == 0), size)
     }
 
     pub(crate) fn do_setxattr(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
@@ -212,24 +213,24 @@ impl<T: InodeTable> Passthrough<T> {
             .ok()
             .and_then(rustix::fs::XattrFlags::from_bits)
             .ok_or(Errno::EINVAL)?;
-        may(name.as_bytes(), true, req.uid() == 0)?;
+        may(name.as_bytes(), true, caller.uid == 0)?;
         let inode = self.inode(ino)?;
         let path = host::proc_path(inode.fd());
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         rustix::fs::setxattr(path.as_c_str(), name, value, flags).map_err(io_errno)
     }
 
     pub(crate) fn do_removexattr(
         &self,
-        req: &Request,
+        caller: &Caller,
         ino: INodeNo,
         name: &OsStr,
     ) -> Result<(), Errno> {
         let name = check_xattr_name(name)?;
-        may(name.as_bytes(), true, req.uid() == 0)?;
+        may(name.as_bytes(), true, caller.uid == 0)?;
         let inode = self.inode(ino)?;
         let path = host::proc_path(inode.fd());
-        let _as = self.as_caller(req)?;
+        let _as = self.as_caller(caller)?;
         rustix::fs::removexattr(path.as_c_str(), name).map_err(io_errno)
     }
 

@@ -502,7 +502,74 @@ fn a_reused_inode_number_is_a_new_inode<T: InodeTable>() {
     );
 }
 
+/// N4: one user's requests that the host is slow to answer (held in the
+/// server here) take at most that user's share of the serving threads,
+/// never all of them: another user's request is served while they are
+/// held, and the first user's requests past its share wait their turn,
+/// then are served once the held ones end. Before: six held lookups of
+/// user 1000 took all four threads, and root's read waited for them.
+fn one_users_stalled_requests_leave_the_others_served<T: InodeTable>() {
+    with_mount::<T>(|m| {
+        const STALLED: usize = 6;
+        for i in 0..STALLED {
+            fs::write(m.host(&format!("a{i}")), "slow").unwrap();
+        }
+        fs::write(m.host("b"), "served").unwrap();
+        m.fs.hold_lookups_of(1000);
+        // Released on every way out, so that a failed check never leaves
+        // the serving threads held (the unmount waits for them).
+        struct ReleaseHeld<'a, T: InodeTable>(&'a Passthrough<T>);
+        impl<T: InodeTable> Drop for ReleaseHeld<'_, T> {
+            fn drop(&mut self) {
+                self.0.release_held();
+            }
+        }
+        let _release = ReleaseHeld(&m.fs);
+        let stats: Vec<_> = (0..STALLED)
+            .map(|i| {
+                as_user(1000, "stat")
+                    .arg(m.at(&format!("a{i}")))
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let limit = Duration::from_secs(30);
+        // Four serving threads, read on five.
+        assert!(m.fs.wait_until_held(4, limit), "the lookups never came");
+        let waited = Instant::now();
+        while m.fs.waited_requests() < (STALLED - 4) as u64 && waited.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            (m.fs.held_lookups(), m.fs.waited_requests()),
+            (4, (STALLED - 4) as u64),
+            "user 1000 holds its share (every serving thread) and the rest wait"
+        );
+        // Another user's request, on the thread left to read.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = m.at("b");
+        let other = std::thread::spawn(move || tx.send(fs::read(path)).unwrap());
+        let read = rx.recv_timeout(limit);
+        m.fs.release_held();
+        assert_eq!(
+            read.expect("root's read served while user 1000's lookups are held")
+                .unwrap(),
+            b"served"
+        );
+        other.join().unwrap();
+        for mut stat in stats {
+            assert!(
+                stat.wait().unwrap().success(),
+                "a held lookup's stat failed"
+            );
+        }
+        assert_eq!(m.fs.held_lookups(), 0);
+    });
+}
+
 on_both_tables!(
+    one_users_stalled_requests_leave_the_others_served,
     dotdot_never_leaves_the_share,
     escaping_symlinks_reach_nothing_on_the_host,
     a_host_side_swap_never_lets_a_request_out,

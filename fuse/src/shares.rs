@@ -1,0 +1,301 @@
+//! [`Shares`]: each user's share of the serving threads, so that one user
+//! cannot hold every thread while another's requests wait (N4).
+//!
+//! The kernel queues a mount's requests first come, first served, and each
+//! serving thread takes the next one. A user with many requests in flight
+//! (a build's processes, a loop of opens, or requests the host is slow to
+//! answer) then fills the queue and every thread, and another user's
+//! request waits behind all of them. So a request is served at once only
+//! while its user (its uid) holds fewer than its share of the threads;
+//! past it, the request waits here, off the kernel's queue, and the thread
+//! goes back to reading. A thread that finishes a request serves the next
+//! one waiting, by turns among the users under their share. So the other
+//! threads keep reading, and a request of a user within its share is
+//! served as soon as it is read.
+//!
+//! - The server reads the kernel's queue on one thread more than it serves
+//!   on ([`MountConfig::threads`](crate::MountConfig::threads) serving, one
+//!   more reading): a user alone may hold every serving thread, and the
+//!   one more is left to read, so a new user's request is seen and served
+//!   while the first user's are held.
+//! - A user's share: the serving threads divided among the users with
+//!   requests served or waiting, at least one each.
+//! - Work-conserving: with nobody under their share waiting, a thread still
+//!   serves the first request waiting, while fewer requests than serving
+//!   threads are served (so one thread is left to read).
+//! - No order is kept between one user's requests (the kernel sends them
+//!   concurrently, to any thread, already): a request admitted now may
+//!   pass one of its user's that waits.
+//!
+//! FORGET has no reply and costs nothing: it never waits.
+
+use std::collections::{HashMap, VecDeque};
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// The users' requests in service and waiting, with the threads serving.
+pub(crate) struct Shares<J> {
+    threads: AtomicUsize,
+    state: Mutex<State<J>>,
+    /// Requests that waited their turn, since the start.
+    waited: AtomicU64,
+}
+
+struct State<J> {
+    /// The users with a request served or waiting, and only those.
+    users: HashMap<u32, User<J>>,
+    /// The users with requests waiting, in the order of their turns.
+    turns: VecDeque<u32>,
+    /// Requests in service, every user's.
+    serving: usize,
+}
+
+struct User<J> {
+    serving: usize,
+    waiting: VecDeque<J>,
+}
+
+/// A request in service, counted in its user's share until this is
+/// ended: by [`next`](Turn::next), which hands the thread the next request
+/// waiting, or by its drop (a request that panicked), which does not.
+pub(crate) struct Turn<'a, J> {
+    shares: &'a Shares<J>,
+    uid: u32,
+}
+
+impl<J> Shares<J> {
+    pub(crate) fn new(threads: usize) -> Self {
+        Shares {
+            threads: AtomicUsize::new(threads.max(1)),
+            state: Mutex::new(State {
+                users: HashMap::new(),
+                turns: VecDeque::new(),
+                serving: 0,
+            }),
+            waited: AtomicU64::new(0),
+        }
+    }
+
+    /// The serving threads (set when mounted).
+    pub(crate) fn set_threads(&self, threads: usize) {
+        // Relaxed: read under the state's lock, set before the mount.
+        self.threads.store(threads.max(1), Ordering::Relaxed);
+    }
+
+    fn state(&self) -> MutexGuard<'_, State<J>> {
+        // A panic under the lock leaves the counts as they were: no
+        // update here is half done across a call that can panic.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The most threads one user may hold with `active` users, and the
+    /// most that the requests waiting are handed (the serving threads: the
+    /// one more, left to read, serves only a user within its share).
+    fn limits(&self, active: usize) -> (usize, usize) {
+        let threads = self.threads.load(Ordering::Relaxed);
+        ((threads / active.max(1)).max(1), threads)
+    }
+
+    /// A turn for a request of `uid` now, if the user is within its share;
+    /// `None`: the request must [`wait`](Self::wait).
+    pub(crate) fn admit(&self, uid: u32) -> Option<Turn<'_, J>> {
+        let mut state = self.state();
+        // Made only once counted: a turn's drop ends it.
+        self.counted_in(&mut state, uid)
+            .then(|| Turn { shares: self, uid })
+    }
+
+    /// Counts a request of `uid` in service, if the user is within its
+    /// share (a user not counted yet is added, and then is).
+    fn counted_in(&self, state: &mut State<J>, uid: u32) -> bool {
+        let active = state.users.len() + usize::from(!state.users.contains_key(&uid));
+        let (share, _) = self.limits(active);
+        let user = state.users.entry(uid).or_insert_with(|| User {
+            serving: 0,
+            waiting: VecDeque::new(),
+        });
+        if user.serving >= share {
+            return false;
+        }
+        user.serving += 1;
+        state.serving += 1;
+        true
+    }
+
+    /// Keeps a request of `uid` (refused by `admit`) until its turn; or,
+    /// if the user's turns ended between the two calls, gives it back
+    /// with a turn now (nothing else would hand it over).
+    pub(crate) fn wait(&self, uid: u32, request: J) -> Option<(Turn<'_, J>, J)> {
+        let mut state = self.state();
+        let state = &mut *state;
+        if self.counted_in(state, uid) {
+            return Some((Turn { shares: self, uid }, request));
+        }
+        let user = state.users.get_mut(&uid).expect("counted above");
+        if user.waiting.is_empty() {
+            state.turns.push_back(uid);
+        }
+        user.waiting.push_back(request);
+        // Relaxed: a statistic.
+        self.waited.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+
+    /// Ends a turn of `uid`; with `pick`, takes the next request to serve.
+    fn end(&self, uid: u32, pick: bool) -> Option<(u32, J)> {
+        let mut state = self.state();
+        let state = &mut *state;
+        let user = state.users.get_mut(&uid).expect("a turn's user is counted");
+        user.serving -= 1;
+        state.serving -= 1;
+        if user.serving == 0 && user.waiting.is_empty() {
+            state.users.remove(&uid);
+        }
+        if !pick {
+            return None;
+        }
+        let (share, all) = self.limits(state.users.len());
+        // By turns, the first user under its share; else, if a thread is
+        // left to read, the first user waiting.
+        let turn = (0..state.turns.len())
+            .find(|&i| state.users[&state.turns[i]].serving < share)
+            .or_else(|| (state.serving < all && !state.turns.is_empty()).then_some(0))?;
+        let uid = state.turns.remove(turn).expect("a turn in range");
+        let user = state
+            .users
+            .get_mut(&uid)
+            .expect("a waiting user is counted");
+        let request = user.waiting.pop_front().expect("a user in turn waits");
+        user.serving += 1;
+        state.serving += 1;
+        if !user.waiting.is_empty() {
+            state.turns.push_back(uid);
+        }
+        Some((uid, request))
+    }
+
+    /// Requests that waited their turn, since the start.
+    pub(crate) fn waited(&self) -> u64 {
+        self.waited.load(Ordering::Relaxed)
+    }
+
+    /// Requests waiting now.
+    #[cfg(test)]
+    fn waiting(&self) -> usize {
+        self.state().users.values().map(|u| u.waiting.len()).sum()
+    }
+}
+
+impl<'a, J> Turn<'a, J> {
+    /// Ends this turn and hands over the next request waiting, with its
+    /// turn, if one may be served now.
+    pub(crate) fn next(self) -> Option<(Turn<'a, J>, J)> {
+        let this = ManuallyDrop::new(self);
+        let (uid, request) = this.shares.end(this.uid, true)?;
+        Some((
+            Turn {
+                shares: this.shares,
+                uid,
+            },
+            request,
+        ))
+    }
+}
+
+impl<J> Drop for Turn<'_, J> {
+    fn drop(&mut self) {
+        self.shares.end(self.uid, false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drains a turn as a serving thread does, returning what it served.
+    fn serve_on(turn: Turn<'_, u32>) -> Vec<u32> {
+        let mut served = Vec::new();
+        let mut next = turn.next();
+        while let Some((turn, request)) = next {
+            served.push(request);
+            next = turn.next();
+        }
+        served
+    }
+
+    #[test]
+    fn a_user_alone_holds_every_serving_thread() {
+        let shares = Shares::<u32>::new(4);
+        let turns: Vec<_> = (0..4).map_while(|_| shares.admit(1000)).collect();
+        assert_eq!(turns.len(), 4);
+        assert!(
+            shares.admit(1000).is_none(),
+            "the thread more is left to read"
+        );
+        assert!(shares.wait(1000, 7).is_none());
+        assert!(shares.admit(0).is_some(), "another user is served at once");
+        let mut turns = turns.into_iter();
+        assert_eq!(serve_on(turns.next().unwrap()), vec![7]);
+        assert_eq!((shares.waiting(), shares.waited()), (0, 1));
+    }
+
+    #[test]
+    fn two_users_share_the_threads_by_turns() {
+        let shares = Shares::<u32>::new(4);
+        let a: Vec<_> = (0..4).map_while(|_| shares.admit(1)).collect();
+        let b = shares.admit(2).expect("a second user within its share");
+        // Two users: a share of 2 each; the first holds 4 until they end.
+        assert!(shares.admit(1).is_none());
+        assert!(shares.wait(1, 10).is_none());
+        assert!(shares.wait(1, 11).is_none());
+        assert!(shares.admit(2).is_some_and(|t| {
+            drop(t);
+            true
+        }));
+        let mut a = a.into_iter();
+        // The first user holds 3, over its share of 2, and the two users
+        // hold 4 - 1 = 3: nothing more is served until a turn ends.
+        assert!(
+            a.next().unwrap().next().is_none(),
+            "at its share: nothing taken"
+        );
+        assert_eq!(shares.waiting(), 2);
+        let (turn, first) = a.next().unwrap().next().expect("under its share now");
+        assert_eq!(first, 10);
+        drop(b);
+        assert_eq!(
+            serve_on(turn),
+            vec![11],
+            "the other user gone: a share of 3"
+        );
+        drop(a);
+        assert_eq!(shares.state().users.len(), 0, "nobody left counted");
+    }
+
+    /// The turns of a refused request's user end before it is kept: it is
+    /// served at once, not kept where no thread would hand it over.
+    #[test]
+    fn a_request_refused_as_its_users_turns_end_is_served_at_once() {
+        let shares = Shares::<u32>::new(1);
+        let t = shares.admit(5).unwrap();
+        assert!(shares.admit(5).is_none());
+        assert!(t.next().is_none());
+        let (turn, request) = shares.wait(5, 9).expect("within its share again");
+        assert_eq!((request, shares.waiting()), (9, 0));
+        drop(turn);
+        assert_eq!(shares.state().users.len(), 0);
+    }
+
+    #[test]
+    fn a_panicked_turn_is_given_back_and_the_waiting_are_served_next() {
+        let shares = Shares::<u32>::new(1);
+        let t = shares.admit(5).unwrap();
+        assert!(shares.admit(5).is_none());
+        assert!(shares.wait(5, 1).is_none());
+        drop(t); // as an unwinding request would
+        let turn = shares.admit(6).expect("nobody served: admitted");
+        assert_eq!(serve_on(turn), vec![1]);
+        assert_eq!(shares.state().serving, 0);
+    }
+}
