@@ -12,7 +12,7 @@
 //! | insert | under the key's bucket lock; one entry per key; a dying one replaced |
 //! | last put | lockref's `put_or_lock`; the user's `keep` decides under the entry's lock |
 //! | kill | the entry leaves its key's chain under its lock, and the LRU; its value is dropped; its key after the grace period, when its slot is recycled for a later entry (never freed while the table's state lives) |
-//! | protocol ids | `hand_out` and `Handle::into_id` count the peer's references, which hold one of the entry's between them (one more, or a forget not the last: one atomic, no lock); `forget` refuses more than the peer holds; no id handed out twice (a slot's generation is in it) |
+//! | protocol ids | `hand_out` (and `hand_out_if`, which checks the entry under the reference) and `Handle::into_id` count the peer's references, which hold one of the entry's between them (one more, or a forget not the last: one atomic, no lock); `forget` (and `Handle::forget`) refuses more than the peer holds; no id handed out twice (a slot's generation is in it) |
 //! | unused entries | an LRU bounded by `Config::max_unused`, reclaimed oldest first on insert and by `shrink` |
 //! | teardown | dropping the table ends the peer's references, kills the unused; handles keep what they point into |
 //!
