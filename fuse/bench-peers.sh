@@ -14,19 +14,24 @@
 #                          fixed 86400 s timeouts, kernel passthrough on)
 #     passthrough_hp_nopt  the same with --nopassthrough
 #     passthrough_ll       libfuse's example/passthrough_ll (timeout=1)
+#     fuse-backend-rs      fuse-backend-rs's passthrough example (its
+#                          PassthroughFs; 4 threads, 1 s timeouts, as built
+#                          by fuse/build-fuse-backend-rs.sh)
 #   Every server gets allow_other and default_permissions.
 #
 # The peers are not part of this repository: build them yourself, e.g.
 # libfuse from its repository with
 #   meson setup build -Dexamples=true && ninja -C build \
 #       example/passthrough_hp example/passthrough_ll
+# and fuse-backend-rs from its repository with
+#   fuse/build-fuse-backend-rs.sh FUSE_BACKEND_RS_CLONE
 # Needs root (mounts, drop_caches, a second user), python3, git, setpriv.
 # Writes OUT/runs.csv (server,workload,round,seconds) and OUT/summary.md.
 set -euo pipefail
 
 rounds=3
 if [ "${1:-}" = "-r" ]; then rounds=$2; shift 2; fi
-[ $# -ge 2 ] || { sed -n '2,22p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,27p' "$0"; exit 2; }
 out=$1; shift
 mkdir -p "$out"
 servers=("$@")
@@ -64,6 +69,7 @@ mount_server() { # KIND BINARY
         passthrough_hp) "$2" --foreground --num-threads 4 -o allow_other "$src" "$mnt" & ;;
         passthrough_hp_nopt) "$2" --foreground --nopassthrough --num-threads 4 -o allow_other "$src" "$mnt" & ;;
         passthrough_ll) "$2" -f -o allow_other,default_permissions,timeout=1,source="$src" "$mnt" & ;;
+        fuse-backend-rs) "$2" "$src" "$mnt" > /dev/null 2>&1 & ;;
         *) echo "unknown kind $1" >&2; exit 2 ;;
     esac
     server_pid=$!
@@ -71,8 +77,10 @@ mount_server() { # KIND BINARY
     echo "$1 did not mount" >&2; exit 1
 }
 
-unmount_server() {
+unmount_server() { # KIND
     umount "$mnt" || umount -l "$mnt"
+    # fuse-backend-rs's example waits for a signal after its threads end.
+    [ "$1" = fuse-backend-rs ] && kill "$server_pid" 2>/dev/null
     wait "$server_pid" 2>/dev/null || true
 }
 
@@ -125,7 +133,7 @@ for round in $(seq "$rounds"); do
         echo "round $round: $label"
         mount_server "$kind" "$bin"
         run_workloads "$label" "$round"
-        unmount_server
+        unmount_server "$kind"
     done
 done
 
