@@ -117,7 +117,11 @@ run_workloads() { # SERVER ROUND
     timed open_close_user "setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '$py_loop' $mnt/tree/file 1 open" \
         "setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '$py_loop' $mnt/tree/file 20000 open"
     timed create_unlink ":" "/usr/bin/python3 -c '$py_loop' $mnt/tree/new 2000 create"
-    timed git_status_cold "forget" "git -C $mnt/repo status --porcelain"
+    # Untimed first: git refreshes its index when the inode numbers differ
+    # from the last server's (the libfuse servers and lockref-fuse report
+    # the host's, fuse-backend-rs its own), which is not what is measured.
+    timed git_status_cold "git -C $mnt/repo status --porcelain > /dev/null; forget" \
+        "git -C $mnt/repo status --porcelain"
     timed git_status_warm_x3 "git -C $mnt/repo status --porcelain > /dev/null" \
         "for i in 1 2 3; do git -C $mnt/repo status --porcelain; done"
     timed ls_f_10000 "forget" "ls -f $mnt/many"

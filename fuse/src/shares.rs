@@ -31,8 +31,17 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+
+#[cfg(loom)]
+use loom::sync::{
+    atomic::{AtomicU64, AtomicUsize, Ordering},
+    Mutex, MutexGuard,
+};
+#[cfg(not(loom))]
+use std::sync::{
+    atomic::{AtomicU64, AtomicUsize, Ordering},
+    Mutex, MutexGuard,
+};
 
 /// The users' requests in service and waiting, with the threads serving.
 pub(crate) struct Shares<J> {
@@ -181,7 +190,7 @@ impl<J> Shares<J> {
     }
 
     /// Requests waiting now.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     fn waiting(&self) -> usize {
         self.state().users.values().map(|u| u.waiting.len()).sum()
     }
@@ -209,7 +218,7 @@ impl<J> Drop for Turn<'_, J> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
@@ -297,5 +306,71 @@ mod tests {
         let turn = shares.admit(6).expect("nobody served: admitted");
         assert_eq!(serve_on(turn), vec![1]);
         assert_eq!(shares.state().serving, 0);
+    }
+}
+
+/// Loom models of the shares' races, run by `.ci/run` with `RUSTFLAGS="--cfg
+/// loom --cfg lockref_loom --cfg crossbeam_loom"` (the crate's table needs
+/// the other two).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// Serves a request of `uid` as a serving thread does: now, or kept,
+    /// or handed back by `wait`; then every request its turns hand over.
+    fn serve(shares: &Shares<u32>, uid: u32, request: u32, served: &Mutex<Vec<u32>>) {
+        let mut next = match shares.admit(uid) {
+            Some(turn) => Some((turn, request)),
+            None => shares.wait(uid, request),
+        };
+        while let Some((turn, request)) = next {
+            served.lock().unwrap().push(request);
+            next = turn.next();
+        }
+    }
+
+    /// Each `(uid, request)` served on a thread of its own, on shares of
+    /// one serving thread; returns what was served, sorted, once every
+    /// thread has ended, and checks that nobody is left counted.
+    fn race(requests: &[(u32, u32)]) -> Vec<u32> {
+        let shares = Arc::new(Shares::<u32>::new(1));
+        let served = Arc::new(Mutex::new(Vec::new()));
+        let sides: Vec<_> = requests
+            .iter()
+            .map(|&(uid, request)| {
+                let (shares, served) = (shares.clone(), served.clone());
+                thread::spawn(move || serve(&shares, uid, request, &served))
+            })
+            .collect();
+        for side in sides {
+            side.join().unwrap();
+        }
+        let state = shares.state();
+        assert_eq!(
+            (state.users.len(), state.serving),
+            (0, 0),
+            "nobody left counted"
+        );
+        let mut served = served.lock().unwrap().clone();
+        served.sort_unstable();
+        served
+    }
+
+    /// A request refused while its user's only turn ends on another
+    /// thread: kept and handed over by that turn's end, or handed back by
+    /// `wait` itself; either way served exactly once, nothing left kept.
+    #[test]
+    fn a_refused_request_races_the_end_of_its_users_turn() {
+        loom::model(|| assert_eq!(race(&[(5, 1), (5, 2)]), [1, 2], "each served once"));
+    }
+
+    /// Two users' requests on one serving thread's shares: each user is
+    /// within its share, so both are served at once, whichever comes
+    /// first.
+    #[test]
+    fn two_users_race_for_one_thread() {
+        loom::model(|| assert_eq!(race(&[(5, 1), (6, 3)]), [1, 3], "each served once"));
     }
 }
