@@ -8,8 +8,9 @@
 # Usage: fuse/bench-peers.sh [-r ROUNDS] OUT SERVER...
 #   SERVER is KIND[@LABEL]=BINARY (the label tells two builds of one kind
 #   apart, e.g. lockref-fuse@before), KIND one of
-#     lockref-fuse         this crate's binary (its default 1 s timeouts, 4 threads)
-#     lockref-fuse-passthrough  the same with --passthrough
+#     lockref-fuse         this crate's binary (its default 1 s timeouts, 4 threads,
+#                          kernel passthrough on)
+#     lockref-fuse-nopt    the same with --no-passthrough
 #     passthrough_hp       libfuse's example/passthrough_hp (4 threads, its
 #                          fixed 86400 s timeouts, kernel passthrough on)
 #     passthrough_hp_nopt  the same with --nopassthrough
@@ -65,7 +66,7 @@ git config --global --add safe.directory '*'
 mount_server() { # KIND BINARY
     case $1 in
         lockref-fuse) "$2" --allow-other --threads 4 "$src" "$mnt" & ;;
-        lockref-fuse-passthrough) "$2" --allow-other --threads 4 --passthrough "$src" "$mnt" & ;;
+        lockref-fuse-nopt) "$2" --allow-other --threads 4 --no-passthrough "$src" "$mnt" & ;;
         passthrough_hp) "$2" --foreground --num-threads 4 -o allow_other "$src" "$mnt" & ;;
         passthrough_hp_nopt) "$2" --foreground --nopassthrough --num-threads 4 -o allow_other "$src" "$mnt" & ;;
         passthrough_ll) "$2" -f -o allow_other,default_permissions,timeout=1,source="$src" "$mnt" & ;;

@@ -1,5 +1,5 @@
 //! [`Backings`]: kernel FUSE passthrough (`FUSE_PASSTHROUGH`, Linux 6.9+,
-//! `Options::passthrough`): the kernel reads and writes an open file's
+//! `Options::passthrough`, on by default): the kernel reads and writes an open file's
 //! host file itself, with no `READ` or `WRITE` request, through a backing
 //! the server registers once per inode.
 //!
@@ -13,12 +13,27 @@
 //!   still using it).
 //! - The kernel opens each file's host file with the credentials of
 //!   whoever registered the backing, and reads and writes with them. One
-//!   backing serves every caller of an inode, so it is registered with the
-//!   server's own filesystem uid (0), after the open as the caller has
-//!   checked the caller's rights. Its writes therefore meet root's limits,
-//!   not the writer's: on ext4 they may use the blocks kept for root (as
-//!   every write does through libfuse's `passthrough_hp`). That is why
-//!   passthrough is off unless asked for.
+//!   backing serves every caller of an inode, so it is registered after
+//!   the open as the caller has checked the caller's rights, under
+//!   credentials of its own: an ordinary user's (`creds::as_backing_owner`:
+//!   uid and gid 65534, no groups, no capability over files). Its writes
+//!   therefore meet an ordinary user's limits whoever writes: none of the
+//!   blocks ext4 keeps for root (registered as root, as libfuse's
+//!   `passthrough_hp` does, they were open to every user of the mount:
+//!   the test `users_cannot_fill_the_blocks_kept_for_root`), and a set-id
+//!   bit is cleared by a write as by a user's. For root's own writes that
+//!   is stricter than the host: the price of one backing for all callers.
+//!   Reading and writing take no permission check there (the open as the
+//!   caller did), so the owner's lack of rights costs nothing.
+//! - Why not keep a backing from one open to the next (saving the two
+//!   `ioctl`s of each open+close): a kept backing holds its host inode, so
+//!   a file deleted on the host keeps its blocks and its inode number
+//!   while the kernel remembers it (the test
+//!   `a_reused_inode_number_is_a_new_inode` fails that way), which is what
+//!   the descriptor budget exists to avoid.
+//! - Passthrough is on by default (`Options::passthrough`); where the
+//!   kernel does not offer it at `INIT`, or refuses a registration (a
+//!   server that is not root), the server serves `READ` and `WRITE`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -209,6 +209,51 @@ impl ThreadCreds {
     }
 }
 
+/// The filesystem uid and gid a passthrough backing is registered under
+/// (`backing.rs`): the overflow id, "nobody", which no filesystem keeps
+/// blocks for.
+pub(crate) const BACKING_OWNER: u32 = 65534;
+
+/// Runs `register`, the registration of a passthrough backing, as its
+/// owner: filesystem uid and gid [`BACKING_OWNER`], no supplementary
+/// groups, and so none of the capabilities over files (the kernel drops
+/// them from a thread whose filesystem uid leaves 0; `CAP_SYS_ADMIN`,
+/// which the registration takes, stays, and `CAP_SYS_RESOURCE` is gone
+/// already). The kernel keeps these credentials with the backing and
+/// reads and writes the host file with them, for every caller of the
+/// inode: so a write through the backing meets an ordinary user's limits
+/// (no blocks kept for root: ext4 gives them to its `resuid`, 0 by
+/// default, to its `resgid` and to `CAP_SYS_RESOURCE`) and clears a
+/// set-id bit as a user's write does (no `CAP_FSETID`). The filesystem uid
+/// goes back to 0 after; the gid and groups stay until the next caller's
+/// differ ([`AsCaller::enter`]). Nothing is switched when the server is
+/// not root (its registrations are refused then anyway).
+///
+/// # Errors
+///
+/// The registration's, or the `setgroups` failure (then nothing is
+/// registered: registered as the server, its writes would have root's
+/// limits).
+pub(crate) fn as_backing_owner<B>(
+    server_is_root: bool,
+    counts: &CredCounts,
+    register: impl FnOnce() -> io::Result<B>,
+) -> io::Result<B> {
+    if !server_is_root {
+        return register();
+    }
+    THREAD.with(|t| {
+        let mut t = t.borrow_mut();
+        t.drop_resource_cap()?;
+        t.switch(BACKING_OWNER, Vec::new(), counts)
+    })?;
+    CredCounts::count(&counts.switches, 2);
+    nix::unistd::setfsuid(Uid::from_raw(BACKING_OWNER));
+    let registered = register();
+    nix::unistd::setfsuid(Uid::from_raw(0));
+    registered
+}
+
 impl<'a> AsCaller<'a> {
     /// Switches this thread to `uid`, `gid` and the groups of `pid`.
     ///

@@ -55,7 +55,9 @@ impl<T: InodeTable> Passthrough<T> {
         // caller of the inode, is the server's own (`backing.rs`).
         drop(as_caller);
         let file = File::from(fd);
-        let backing = self.backings.open(inode.id, || register(file.as_fd()));
+        let backing = self.backings.open(inode.id, || {
+            self.as_backing_owner(|| register(file.as_fd()))
+        });
         let opener = *caller;
         let passthrough = backing.as_ref().map(|_| inode.id);
         self.handles
@@ -151,7 +153,9 @@ impl<T: InodeTable> Passthrough<T> {
         let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;
         drop(as_caller);
         let file = File::from(fd);
-        let backing = self.backings.open(attr.ino.0, || register(file.as_fd()));
+        let backing = self.backings.open(attr.ino.0, || {
+            self.as_backing_owner(|| register(file.as_fd()))
+        });
         let opener = *caller;
         let passthrough = backing.as_ref().map(|_| attr.ino.0);
         match self

@@ -34,7 +34,7 @@
 //! | `LOOKUP`, `MKNOD`, `MKDIR`, `SYMLINK`, `LINK`, `UNLINK`, `RMDIR`, `RENAME`, `READLINK` | `names.rs` |
 //! | `GETATTR`, `SETATTR`, `ACCESS`, `STATFS` | `attrs.rs` |
 //! | `OPEN`, `CREATE`, `READ`, `WRITE`, `FLUSH`, `FSYNC`, `RELEASE` | `files.rs` |
-//! | kernel passthrough of read-only opens, each open inode's I/O mode | `backing.rs` |
+//! | kernel passthrough of open files (on by default, registered as an ordinary user), each open inode's I/O mode | `backing.rs` |
 //! | `OPENDIR`, `READDIR`, `READDIRPLUS`, `FSYNCDIR` | `dirs.rs` |
 //! | the fuser `Filesystem`: each request to its operation, the result as the reply, [`Server`] | `server.rs` |
 //! | open file and directory handles | `handles.rs` |

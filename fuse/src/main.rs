@@ -73,13 +73,12 @@ struct Args {
     /// of what the limit on descriptors leaves beside the budget)
     #[arg(long)]
     handles_per_user: Option<usize>,
-    /// Let the kernel read and write open files from the host files
-    /// itself (FUSE passthrough, Linux 6.9+), where it offers it: no READ
-    /// or WRITE reaches the server. Its reads and writes then run as root's
-    /// filesystem uid, so writes may use the blocks ext4 keeps for root,
-    /// as through libfuse's passthrough_hp; off by default
+    /// Serve every READ and WRITE in the server. By default the kernel
+    /// reads and writes open files from the host files itself (FUSE
+    /// passthrough, Linux 6.9+) where it offers it, as an ordinary user
+    /// (writes meet a user's limits, root's included)
     #[arg(long)]
-    passthrough: bool,
+    no_passthrough: bool,
     /// How long the kernel may trust entries, attributes, missing names
     /// and listings without asking, in seconds (0: ask every time, for a
     /// SOURCE changed by others than the mount's users).
@@ -96,7 +95,7 @@ fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
         },
         descriptor_budget: args.descriptor_budget,
         handles_per_user: args.handles_per_user,
-        passthrough: args.passthrough,
+        passthrough: !args.no_passthrough,
         ttl: Duration::try_from_secs_f64(args.ttl)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
     };

@@ -43,10 +43,12 @@ pub struct Options {
     pub handles_per_user: Option<usize>,
     /// Whether open files are read and written by the kernel from the host
     /// file itself (FUSE passthrough, Linux 6.9+), where the kernel offers
-    /// it. Off by default: the kernel then reads and writes with the
-    /// server's filesystem uid (0), so writes meet root's limits rather
-    /// than the writer's (the blocks ext4 keeps for root), as every write
-    /// through libfuse's `passthrough_hp` does.
+    /// it (the server serves `READ` and `WRITE` where it does not, or when
+    /// the server is not root). On by default. The kernel reads and writes
+    /// with the credentials the backing was registered with, an ordinary
+    /// user's (uid and gid 65534, no capability over files), so writes meet an
+    /// ordinary user's limits (none of the blocks ext4 keeps for root, a
+    /// set-id bit cleared), root's writes included.
     pub passthrough: bool,
 }
 
@@ -57,7 +59,7 @@ impl Default for Options {
             host_inodes: HostInodes::default(),
             descriptor_budget: None,
             handles_per_user: None,
-            passthrough: false,
+            passthrough: true,
         }
     }
 }

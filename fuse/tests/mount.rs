@@ -7,6 +7,7 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::Path;
 
 use lockref_fuse::{InodeTable, Options, Passthrough};
 
@@ -460,10 +461,19 @@ on_both_tables!(an_inode_number_is_the_hosts_and_outlives_forgets);
 /// per request: 200 opens by one process, of a file it may read only
 /// through a supplementary group (so the groups are in effect). A root
 /// request after them makes a file of root's group (the thread's gid was
-/// switched back).
+/// switched back). Without kernel passthrough: its backings are
+/// registered as their own owner (`creds::as_backing_owner`), whose
+/// switches `open_files_skip_the_server_with_passthrough` counts.
 fn a_callers_credentials_are_switched_only_when_they_change<T: InodeTable>() {
     use std::os::unix::fs::MetadataExt;
-    with_mount_threads::<T>(2, |m| {
+    let without_passthrough = |source: &Path| {
+        let options = Options {
+            passthrough: false,
+            ..Options::default()
+        };
+        Passthrough::with_options(source, options).unwrap()
+    };
+    with_mount_made::<T>(2, without_passthrough, |m| {
         fs::write(m.host("group-only"), b"secret\n").unwrap();
         std::os::unix::fs::chown(m.host("group-only"), Some(0), Some(4242)).unwrap();
         fs::set_permissions(
@@ -588,6 +598,34 @@ fn open_files_skip_the_server_with_passthrough<T: InodeTable>() {
                     (&host[..7], &host[4096..4103]),
                     (&b"written"[..], &b"WRITTEN"[..])
                 );
+                // A backing is registered as its own owner: three
+                // switches per open that registers one (gid, uid and back;
+                // an open whose inode's last RELEASE, sent in the
+                // background, is still to come registers none) and at
+                // most one more when the thread next serves a request (its
+                // gid back); without passthrough, none beyond the threads'
+                // gid put back.
+                let switches = m.fs.credential_switches();
+                let opens = 20;
+                for _ in 0..opens {
+                    drop(fs::File::open(m.at("big")).unwrap());
+                }
+                let switches = m.fs.credential_switches() - switches;
+                if m.fs.kernel_passthrough() {
+                    assert!(
+                        (3..=4 * opens).contains(&switches),
+                        "{switches} switches for {opens} opens as root"
+                    );
+                } else {
+                    // At most a gid the other user left, per thread.
+                    assert!(switches <= 3, "{switches} switches for root's opens");
+                }
+                // A program written through the mount runs once closed:
+                // no backing holds it open for writing (`ETXTBSY`).
+                fs::write(m.at("prog"), b"#!/bin/sh\necho ran\n").unwrap();
+                fs::set_permissions(m.at("prog"), fs::Permissions::from_mode(0o755)).unwrap();
+                let ran = std::process::Command::new(m.at("prog")).output().unwrap();
+                assert_eq!(ran.stdout, b"ran\n");
             },
         );
     }
