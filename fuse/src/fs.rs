@@ -31,6 +31,7 @@ use crate::live::Live;
 use crate::options::{HostInodes, Options, DEFAULT_TTL};
 use crate::shares::Shares;
 use crate::table::InodeTable;
+use crate::trim;
 
 /// A node id names one host inode for the server's life ([`NodeIds`]), so
 /// one generation serves (the pair is unique but for a host inode number
@@ -52,7 +53,7 @@ pub struct Passthrough<T: InodeTable> {
     pub(crate) descriptors: Descriptors,
     pub(crate) server_is_root: bool,
     pub(crate) cred_counts: CredCounts,
-    /// Kernel passthrough of read-only opens, if asked for and offered.
+    /// Kernel passthrough of open files, if asked for and offered.
     pub(crate) backings: Backings,
     /// Whether to offer passthrough at `INIT` ([`Options::passthrough`]).
     pub(crate) passthrough: bool,
@@ -61,6 +62,8 @@ pub struct Passthrough<T: InodeTable> {
     /// `WRITE` requests served.
     pub(crate) writes: AtomicU64,
     pub(crate) refused_forgets: AtomicU64,
+    /// Times the C allocator's free pages were given back (`trim.rs`).
+    pub(crate) memory_trims: AtomicU64,
     /// `LOOKUP` requests served, found or not.
     pub(crate) lookups: AtomicU64,
     /// `READDIR` and `READDIRPLUS` requests served.
@@ -140,6 +143,7 @@ impl<T: InodeTable> Passthrough<T> {
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             refused_forgets: AtomicU64::new(0),
+            memory_trims: AtomicU64::new(0),
             lookups: AtomicU64::new(0),
             listings: AtomicU64::new(0),
             ttl: options.ttl,
@@ -278,11 +282,18 @@ impl<T: InodeTable> Passthrough<T> {
         self.cred_counts.group_reads.load(Ordering::Relaxed)
     }
 
+    /// Times the C allocator's free pages were given back to the host
+    /// after many `FORGET`s (`trim.rs`).
+    pub fn memory_trims(&self) -> u64 {
+        self.memory_trims.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn forget_one(&self, id: u64, n: u64) {
         if let Err(e) = self.table.forget(id, n) {
             self.refused_forgets.fetch_add(1, Ordering::Relaxed);
             eprintln!("lockref-fuse: {e}");
         }
+        trim::forgotten(&self.memory_trims);
     }
 
     /// That the share's root gives a file handle and that this process can

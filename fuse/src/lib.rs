@@ -44,6 +44,7 @@
 //! | a host inode: a descriptor, or a file handle and its slot | `host_inode.rs` |
 //! | `name_to_handle_at`, `open_by_handle_at` | `file_handle.rs` |
 //! | the bounded cache of reopened descriptors | `descriptors.rs` |
+//! | memory given back to the host after many `FORGET`s | `trim.rs` |
 //! | a request's inode with its descriptor (`Live`) | `live.rs` |
 //! | [`Options`], [`HostInodes`], [`DEFAULT_TTL`] | `options.rs` |
 //! | extended attributes and POSIX ACLs | `xattr.rs` |
@@ -92,6 +93,8 @@ mod server;
 mod shares;
 mod slot_hints;
 mod table;
+#[cfg(feature = "server")]
+mod trim;
 mod virtiofsd_inodes;
 mod workload;
 #[cfg(feature = "server")]
