@@ -32,8 +32,9 @@
 //!   `a_reused_inode_number_is_a_new_inode` fails that way), which is what
 //!   the descriptor budget exists to avoid.
 //! - Passthrough is on by default (`Options::passthrough`); where the
-//!   kernel does not offer it at `INIT`, or refuses a registration (a
-//!   server that is not root), the server serves `READ` and `WRITE`.
+//!   server is not root (it does not ask for it), the kernel does not
+//!   offer it at `INIT`, or the kernel refuses a registration (a share on
+//!   a stacked filesystem), the server serves `READ` and `WRITE`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -131,8 +131,12 @@ impl<T: InodeTable> Filesystem for Server<T> {
             .add_capabilities(fuser::InitFlags::FUSE_POSIX_ACL | fuser::InitFlags::FUSE_DONT_MASK);
         // Opens read and written by the kernel from the host file itself
         // (`backing.rs`), if asked for and offered; the share must not be
-        // on a stacked filesystem itself (depth 1).
+        // on a stacked filesystem itself (depth 1). Not asked for by a
+        // server that is not root: the kernel refuses its registrations
+        // (it takes CAP_SYS_ADMIN), and it could not register them as an
+        // ordinary user's (`creds::as_backing_owner`).
         if self.0.passthrough
+            && self.0.server_is_root
             && config.set_max_stack_depth(1).is_ok()
             && config
                 .add_capabilities(fuser::InitFlags::FUSE_PASSTHROUGH)
