@@ -566,10 +566,19 @@ fn one_users_stalled_requests_leave_the_others_served<T: InodeTable>() {
         while m.fs.waited_requests() < (STALLED - 4) as u64 && waited.elapsed() < limit {
             std::thread::sleep(Duration::from_millis(10));
         }
+        // `waited_requests` counts every request that ever waited: one of
+        // user 1000's that waited a moment while its share was busy with
+        // a request served since (the kernel's read of the mount root's
+        // ACL on each walk) counts too, so the count may pass two.
         assert_eq!(
-            (m.fs.held_lookups(), m.fs.waited_requests()),
-            (4, (STALLED - 4) as u64),
-            "user 1000 holds its share (every serving thread) and the rest wait"
+            m.fs.held_lookups(),
+            4,
+            "user 1000 holds its share (every serving thread), no more"
+        );
+        assert!(
+            m.fs.waited_requests() >= (STALLED - 4) as u64,
+            "the rest of user 1000's requests wait: {} did",
+            m.fs.waited_requests()
         );
         // Another user's request, on the thread left to read.
         let (tx, rx) = std::sync::mpsc::channel();
