@@ -343,9 +343,29 @@ impl LoopVolume {
         std::mem::forget(self);
     }
 
-    /// Unmounts it (its loop device goes with it).
+    /// Unmounts it (its loop device goes with it), waiting a while for
+    /// the server's last descriptor on it: the table counts an inode gone
+    /// when it unlinks it, a moment before the thread that forgot it drops
+    /// its value and closes the descriptor, so `forget_all` can return
+    /// first and the volume be busy for that moment.
     fn unmount(self) {
-        sh(&format!("umount {}", self.at.display()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = std::process::Command::new("umount")
+                .arg(&self.at)
+                .output()
+                .unwrap();
+            if out.status.success() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "`umount {}` failed for 10 s: {}",
+                self.at.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         std::mem::forget(self);
     }
 
