@@ -226,8 +226,8 @@ pub(crate) const BACKING_OWNER: u32 = 65534;
 /// default, to its `resgid` and to `CAP_SYS_RESOURCE`) and clears a
 /// set-id bit as a user's write does (no `CAP_FSETID`). The filesystem uid
 /// goes back to 0 after; the gid and groups stay until the next caller's
-/// differ ([`AsCaller::enter`]). Nothing is switched when the server is
-/// not root (its registrations are refused then anyway).
+/// differ ([`AsCaller::enter`]). Only a server that is root registers
+/// backings: one that is not does not ask for passthrough (`server.rs`).
 ///
 /// # Errors
 ///
@@ -235,13 +235,9 @@ pub(crate) const BACKING_OWNER: u32 = 65534;
 /// registered: registered as the server, its writes would have root's
 /// limits).
 pub(crate) fn as_backing_owner<B>(
-    server_is_root: bool,
     counts: &CredCounts,
     register: impl FnOnce() -> io::Result<B>,
 ) -> io::Result<B> {
-    if !server_is_root {
-        return register();
-    }
     THREAD.with(|t| {
         let mut t = t.borrow_mut();
         t.drop_resource_cap()?;

@@ -12,7 +12,7 @@ use fuser::{BackingId, Errno, FileAttr, FileHandle, INodeNo, OpenFlags};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
-use crate::creds::{AsCaller, Caller};
+use crate::creds::{self, AsCaller, Caller};
 use crate::fs::Passthrough;
 use crate::handles::Open;
 use crate::host::{self, check_name, errno, stat_fd};
@@ -56,7 +56,7 @@ impl<T: InodeTable> Passthrough<T> {
         drop(as_caller);
         let file = File::from(fd);
         let backing = self.backings.open(inode.id, || {
-            self.as_backing_owner(|| register(file.as_fd()))
+            creds::as_backing_owner(&self.cred_counts, || register(file.as_fd()))
         });
         let opener = *caller;
         let passthrough = backing.as_ref().map(|_| inode.id);
@@ -154,7 +154,7 @@ impl<T: InodeTable> Passthrough<T> {
         drop(as_caller);
         let file = File::from(fd);
         let backing = self.backings.open(attr.ino.0, || {
-            self.as_backing_owner(|| register(file.as_fd()))
+            creds::as_backing_owner(&self.cred_counts, || register(file.as_fd()))
         });
         let opener = *caller;
         let passthrough = backing.as_ref().map(|_| attr.ino.0);

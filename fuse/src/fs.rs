@@ -244,15 +244,6 @@ impl<T: InodeTable> Passthrough<T> {
         .map_err(Errno::from)
     }
 
-    /// Runs a passthrough backing's registration as the backing's owner
-    /// ([`creds::as_backing_owner`]).
-    pub(crate) fn as_backing_owner<B>(
-        &self,
-        register: impl FnOnce() -> std::io::Result<B>,
-    ) -> std::io::Result<B> {
-        creds::as_backing_owner(self.server_is_root, &self.cred_counts, register)
-    }
-
     /// Whether open files are read and written by the kernel from the host
     /// file (FUSE passthrough: asked for, offered by the kernel at `INIT`,
     /// and no backing refused since).

@@ -22,7 +22,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Forgets on one serving thread between two trims.
-pub(crate) const FORGETS_PER_TRIM: u32 = 1024;
+const FORGETS_PER_TRIM: u32 = 1024;
 
 thread_local! {
     /// Forgets on this thread since its last trim.

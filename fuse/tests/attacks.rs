@@ -396,83 +396,75 @@ impl Drop for LoopVolume {
 /// blocks kept for root).
 fn users_cannot_fill_the_blocks_kept_for_root<T: InodeTable>() {
     for passthrough in [false, true] {
-        with_mount_made::<T>(
+        with_mount_passthrough::<T>(
             4,
-            |source| {
-                let options = Options {
-                    passthrough,
-                    ..Options::default()
-                };
-                Passthrough::with_options(source, options).unwrap()
-            },
+            passthrough,
             users_cannot_fill_the_blocks_kept_for_root_of,
         );
     }
 }
 
 fn users_cannot_fill_the_blocks_kept_for_root_of<T: InodeTable>(m: &Mount<T>) {
-    {
-        let image = m.host("").parent().unwrap().join("reserved.img");
-        fs::create_dir(m.host("vol")).unwrap();
-        let volume = LoopVolume::with_half_reserved(&image, &m.host("vol"));
-        let available = volume.available_to_users();
-        let script = format!(
-            "import mmap, os\n\
-             def fill(path):\n\
-             \x20   n = 0\n\
-             \x20   with open(path, 'wb') as f:\n\
-             \x20       try:\n\
-             \x20           while n < 64 << 20:\n\
-             \x20               n += f.write(b'w' * (1 << 20)); f.flush()\n\
-             \x20       except OSError as e: return n, e.errno\n\
-             \x20   return n, 0\n\
-             print('write', *fill('{dir}/w'))\n\
-             fd = os.open('{dir}/m', os.O_RDWR | os.O_CREAT, 0o644)\n\
-             os.ftruncate(fd, 16 << 20)\n\
-             child = os.fork()\n\
-             if child == 0:\n\
-             \x20   mm = mmap.mmap(fd, 16 << 20)\n\
-             \x20   mm[:] = b'm' * (16 << 20)\n\
-             \x20   try: mm.flush(); os._exit(0)\n\
-             \x20   except OSError as e: os._exit(e.errno)\n\
-             status = os.waitpid(child, 0)[1]\n\
-             if os.WIFSIGNALED(status): print('mapped signal', os.WTERMSIG(status))\n\
-             else: print('mapped', os.WEXITSTATUS(status))\n",
-            dir = m.at("vol").display()
-        );
-        let out = as_user(65534, PYTHON)
-            .arg("-c")
-            .arg(script)
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{said}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let used: u64 = ["w", "m"]
-            .iter()
-            .map(|f| fs::metadata(m.host(&format!("vol/{f}"))).unwrap().blocks() * 512)
-            .sum();
-        assert!(
-            used <= available + (1 << 20),
-            "{said}: {used} bytes allocated, {available} available to users"
-        );
-        let ended = said.lines().next().unwrap_or_default().rsplit(' ').next();
-        assert_eq!(ended, Some("28"), "the writes end in ENOSPC: {said}");
-        eprintln!(
-            "{} (passthrough {}): {said}{used} bytes allocated, {available} available to users",
-            T::NAME,
-            m.fs.kernel_passthrough()
-        );
-        fs::remove_file(m.host("vol/w")).unwrap();
-        fs::remove_file(m.host("vol/m")).unwrap();
-        // The server's descriptors on the volume go with the inodes.
-        assert!(m.forget_all());
-        volume.unmount();
-        fs::remove_file(image).unwrap();
-    }
+    let image = m.host("").parent().unwrap().join("reserved.img");
+    fs::create_dir(m.host("vol")).unwrap();
+    let volume = LoopVolume::with_half_reserved(&image, &m.host("vol"));
+    let available = volume.available_to_users();
+    let script = format!(
+        "import mmap, os\n\
+         def fill(path):\n\
+         \x20   n = 0\n\
+         \x20   with open(path, 'wb') as f:\n\
+         \x20       try:\n\
+         \x20           while n < 64 << 20:\n\
+         \x20               n += f.write(b'w' * (1 << 20)); f.flush()\n\
+         \x20       except OSError as e: return n, e.errno\n\
+         \x20   return n, 0\n\
+         print('write', *fill('{dir}/w'))\n\
+         fd = os.open('{dir}/m', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         os.ftruncate(fd, 16 << 20)\n\
+         child = os.fork()\n\
+         if child == 0:\n\
+         \x20   mm = mmap.mmap(fd, 16 << 20)\n\
+         \x20   mm[:] = b'm' * (16 << 20)\n\
+         \x20   try: mm.flush(); os._exit(0)\n\
+         \x20   except OSError as e: os._exit(e.errno)\n\
+         status = os.waitpid(child, 0)[1]\n\
+         if os.WIFSIGNALED(status): print('mapped signal', os.WTERMSIG(status))\n\
+         else: print('mapped', os.WEXITSTATUS(status))\n",
+        dir = m.at("vol").display()
+    );
+    let out = as_user(65534, PYTHON)
+        .arg("-c")
+        .arg(script)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let used: u64 = ["w", "m"]
+        .iter()
+        .map(|f| fs::metadata(m.host(&format!("vol/{f}"))).unwrap().blocks() * 512)
+        .sum();
+    assert!(
+        used <= available + (1 << 20),
+        "{said}: {used} bytes allocated, {available} available to users"
+    );
+    let ended = said.lines().next().unwrap_or_default().rsplit(' ').next();
+    assert_eq!(ended, Some("28"), "the writes end in ENOSPC: {said}");
+    eprintln!(
+        "{} (passthrough {}): {said}{used} bytes allocated, {available} available to users",
+        T::NAME,
+        m.fs.kernel_passthrough()
+    );
+    fs::remove_file(m.host("vol/w")).unwrap();
+    fs::remove_file(m.host("vol/m")).unwrap();
+    // The server's descriptors on the volume go with the inodes.
+    assert!(m.forget_all());
+    volume.unmount();
+    fs::remove_file(image).unwrap();
 }
 
 /// N2 of the second audit: the table was keyed by (device, inode number)

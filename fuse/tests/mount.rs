@@ -7,9 +7,8 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
-use std::path::Path;
 
-use lockref_fuse::{InodeTable, Options, Passthrough};
+use lockref_fuse::InodeTable;
 
 mod common;
 use common::*;
@@ -466,14 +465,7 @@ on_both_tables!(an_inode_number_is_the_hosts_and_outlives_forgets);
 /// switches `open_files_skip_the_server_with_passthrough` counts.
 fn a_callers_credentials_are_switched_only_when_they_change<T: InodeTable>() {
     use std::os::unix::fs::MetadataExt;
-    let without_passthrough = |source: &Path| {
-        let options = Options {
-            passthrough: false,
-            ..Options::default()
-        };
-        Passthrough::with_options(source, options).unwrap()
-    };
-    with_mount_made::<T>(2, without_passthrough, |m| {
+    with_mount_passthrough::<T>(2, false, |m| {
         fs::write(m.host("group-only"), b"secret\n").unwrap();
         std::os::unix::fs::chown(m.host("group-only"), Some(0), Some(4242)).unwrap();
         fs::set_permissions(
@@ -537,97 +529,84 @@ fn open_files_skip_the_server_with_passthrough<T: InodeTable>() {
         (n.next().unwrap_or(0), n.next().unwrap_or(0)) >= (6, 9)
     };
     for passthrough in [true, false] {
-        with_mount_made::<T>(
-            2,
-            |source| {
-                Passthrough::with_options(
-                    source,
-                    Options {
-                        passthrough,
-                        ..Options::default()
-                    },
-                )
-                .unwrap()
-            },
-            |m| {
-                let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
-                fs::write(m.host("big"), &data).unwrap();
-                fs::set_permissions(m.host("big"), fs::Permissions::from_mode(0o666)).unwrap();
-                assert_eq!(m.fs.kernel_passthrough(), passthrough && offered());
-                let served = |m: &Mount<T>| (m.fs.reads(), m.fs.writes());
-                let before = served(m);
-                assert_eq!(fs::read(m.at("big")).unwrap(), data);
-                let held = fs::File::open(m.at("big")).unwrap();
-                let other = sh_as_nobody(&format!(
-                    "cmp {} {} && printf written | dd of={} conv=notrunc status=none",
-                    m.at("big").display(),
-                    m.host("big").display(),
-                    m.at("big").display()
-                ));
+        with_mount_passthrough::<T>(2, passthrough, |m| {
+            let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
+            fs::write(m.host("big"), &data).unwrap();
+            fs::set_permissions(m.host("big"), fs::Permissions::from_mode(0o666)).unwrap();
+            assert_eq!(m.fs.kernel_passthrough(), passthrough && offered());
+            let served = |m: &Mount<T>| (m.fs.reads(), m.fs.writes());
+            let before = served(m);
+            assert_eq!(fs::read(m.at("big")).unwrap(), data);
+            let held = fs::File::open(m.at("big")).unwrap();
+            let other = sh_as_nobody(&format!(
+                "cmp {} {} && printf written | dd of={} conv=notrunc status=none",
+                m.at("big").display(),
+                m.host("big").display(),
+                m.at("big").display()
+            ));
+            assert!(
+                other.status.success(),
+                "{}",
+                String::from_utf8_lossy(&other.stderr)
+            );
+            let writer = fs::OpenOptions::new()
+                .write(true)
+                .open(m.at("big"))
+                .unwrap();
+            writer.write_all_at(b"WRITTEN", 4096).unwrap();
+            drop(writer);
+            let mut seen = [0; 7];
+            held.read_exact_at(&mut seen, 0).unwrap();
+            assert_eq!(
+                &seen, b"written",
+                "the held open sees the other user's write"
+            );
+            held.read_exact_at(&mut seen, 4096).unwrap();
+            assert_eq!(&seen, b"WRITTEN");
+            drop(held);
+            let (reads, writes) = served(m);
+            if m.fs.kernel_passthrough() {
+                assert_eq!((reads, writes), before, "read and written by the kernel");
+            } else {
                 assert!(
-                    other.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&other.stderr)
+                    reads > before.0 && writes > before.1,
+                    "served by the server"
                 );
-                let writer = fs::OpenOptions::new()
-                    .write(true)
-                    .open(m.at("big"))
-                    .unwrap();
-                writer.write_all_at(b"WRITTEN", 4096).unwrap();
-                drop(writer);
-                let mut seen = [0; 7];
-                held.read_exact_at(&mut seen, 0).unwrap();
-                assert_eq!(
-                    &seen, b"written",
-                    "the held open sees the other user's write"
+            }
+            let host = fs::read(m.host("big")).unwrap();
+            assert_eq!(
+                (&host[..7], &host[4096..4103]),
+                (&b"written"[..], &b"WRITTEN"[..])
+            );
+            // A backing is registered as its own owner: three
+            // switches per open that registers one (gid, uid and back;
+            // an open whose inode's last RELEASE, sent in the
+            // background, is still to come registers none) and at
+            // most one more when the thread next serves a request (its
+            // gid back); without passthrough, none beyond the threads'
+            // gid put back.
+            let switches = m.fs.credential_switches();
+            let opens = 20;
+            for _ in 0..opens {
+                drop(fs::File::open(m.at("big")).unwrap());
+            }
+            let switches = m.fs.credential_switches() - switches;
+            if m.fs.kernel_passthrough() {
+                assert!(
+                    (3..=4 * opens).contains(&switches),
+                    "{switches} switches for {opens} opens as root"
                 );
-                held.read_exact_at(&mut seen, 4096).unwrap();
-                assert_eq!(&seen, b"WRITTEN");
-                drop(held);
-                let (reads, writes) = served(m);
-                if m.fs.kernel_passthrough() {
-                    assert_eq!((reads, writes), before, "read and written by the kernel");
-                } else {
-                    assert!(
-                        reads > before.0 && writes > before.1,
-                        "served by the server"
-                    );
-                }
-                let host = fs::read(m.host("big")).unwrap();
-                assert_eq!(
-                    (&host[..7], &host[4096..4103]),
-                    (&b"written"[..], &b"WRITTEN"[..])
-                );
-                // A backing is registered as its own owner: three
-                // switches per open that registers one (gid, uid and back;
-                // an open whose inode's last RELEASE, sent in the
-                // background, is still to come registers none) and at
-                // most one more when the thread next serves a request (its
-                // gid back); without passthrough, none beyond the threads'
-                // gid put back.
-                let switches = m.fs.credential_switches();
-                let opens = 20;
-                for _ in 0..opens {
-                    drop(fs::File::open(m.at("big")).unwrap());
-                }
-                let switches = m.fs.credential_switches() - switches;
-                if m.fs.kernel_passthrough() {
-                    assert!(
-                        (3..=4 * opens).contains(&switches),
-                        "{switches} switches for {opens} opens as root"
-                    );
-                } else {
-                    // At most a gid the other user left, per thread.
-                    assert!(switches <= 3, "{switches} switches for root's opens");
-                }
-                // A program written through the mount runs once closed:
-                // no backing holds it open for writing (`ETXTBSY`).
-                fs::write(m.at("prog"), b"#!/bin/sh\necho ran\n").unwrap();
-                fs::set_permissions(m.at("prog"), fs::Permissions::from_mode(0o755)).unwrap();
-                let ran = std::process::Command::new(m.at("prog")).output().unwrap();
-                assert_eq!(ran.stdout, b"ran\n");
-            },
-        );
+            } else {
+                // At most a gid the other user left, per thread.
+                assert!(switches <= 3, "{switches} switches for root's opens");
+            }
+            // A program written through the mount runs once closed:
+            // no backing holds it open for writing (`ETXTBSY`).
+            fs::write(m.at("prog"), b"#!/bin/sh\necho ran\n").unwrap();
+            fs::set_permissions(m.at("prog"), fs::Permissions::from_mode(0o755)).unwrap();
+            let ran = std::process::Command::new(m.at("prog")).output().unwrap();
+            assert_eq!(ran.stdout, b"ran\n");
+        });
     }
 }
 on_both_tables!(open_files_skip_the_server_with_passthrough);

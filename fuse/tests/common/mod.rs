@@ -225,6 +225,24 @@ pub fn with_mount_made<T: InodeTable>(
     assert_eq!(open_fds(), fds_before, "host descriptors leaked");
 }
 
+/// [`with_mount`] with `threads` serving threads and kernel passthrough
+/// asked for or not (`Options::passthrough`).
+pub fn with_mount_passthrough<T: InodeTable>(
+    threads: usize,
+    passthrough: bool,
+    body: impl FnOnce(&Mount<T>),
+) {
+    let options = lockref_fuse::Options {
+        passthrough,
+        ..lockref_fuse::Options::default()
+    };
+    with_mount_made(
+        threads,
+        |source| Passthrough::<T>::with_options(source, options).unwrap(),
+        body,
+    );
+}
+
 /// Runs `cmd` (with `sh -c`), asserting success; returns its stdout.
 pub fn sh(cmd: &str) -> String {
     let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
