@@ -3,13 +3,17 @@
 
 #[cfg(loom)]
 pub(crate) use loom::{
-    sync::atomic::{AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{
+        AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    },
     sync::RwLock,
     thread_local,
 };
 #[cfg(not(loom))]
 pub(crate) use std::{
-    sync::atomic::{AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{
+        AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    },
     sync::RwLock,
     thread_local,
 };

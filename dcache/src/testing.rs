@@ -15,7 +15,7 @@ use crate::dentry_ref::DentryRef;
 use crate::path_ref::MountRef;
 use crate::sync::Ordering;
 
-pub use crate::task_work::deferred_on_this_thread;
+pub use crate::task_work::{deferred_on_this_thread, task_work_atomics_on_this_thread};
 
 /// A reference count that [`Dcache::check_balanced`] found off its cached
 /// baseline, or a count of objects that does not match what the cache

@@ -187,3 +187,29 @@ fn lookup_writes_only_the_found_dentrys_count() {
     );
     assert_eq!(root.dentry().lockref_stats().operations, 0, "nor on /");
 }
+
+/// The kernel's deferred release costs five atomic read-modify-writes in
+/// `task_work` (push, flag set, flag clear, list take, `pi_lock`); the
+/// token's failed open costs none there, and its return only reads the
+/// flag.
+#[test]
+fn failed_open_through_the_token_saves_the_deferred_releases_atomics() {
+    let mut c = cache(Variants::AFTER);
+    let failed_open = |c: &Dcache| {
+        let start = task_work_atomics_on_this_thread();
+        assert_eq!(
+            c.open("/missing", OpenFlags::RDONLY).err(),
+            Some(Errno::NoEnt)
+        );
+        task_work_atomics_on_this_thread() - start
+    };
+    let after = failed_open(&c);
+    c.set_variants(Variants::BEFORE);
+    let before = failed_open(&c);
+    assert_eq!((before, after), (5, 0));
+    // An operation that defers nothing pays nothing on its return.
+    let start = task_work_atomics_on_this_thread();
+    c.stat("/").unwrap();
+    assert_eq!(task_work_atomics_on_this_thread(), start);
+    assert_eq!(c.live_files(), 0);
+}
