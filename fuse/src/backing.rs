@@ -6,11 +6,15 @@
 //! The kernel's rules, and how they are met:
 //! - While an inode has a backing, every open of it must be passthrough
 //!   with that backing (`EINVAL` otherwise), and a passthrough open is
-//!   refused beside an open through the page cache (`ETXTBSY`). So once
-//!   passthrough is on, every open of a regular file is passthrough: the
-//!   first registers the inode's backing, the others share it, the last
-//!   `RELEASE` drops it (the kernel keeps its own reference for files
-//!   still using it).
+//!   refused beside an open through the page cache (`ETXTBSY`); the opener
+//!   gets `EIO`. So the server keeps each open inode's mode ([`InodeIo`]):
+//!   the first open of an inode decides, the others follow, the last
+//!   `RELEASE` ends it (the kernel keeps its own reference on a backing
+//!   for files still using it). The first open decides by what it is
+//!   ([`wants_passthrough`]): one that may write, or a read of a file
+//!   larger than [`PAGE_CACHE_MAX`], is passthrough; a read-only open of a
+//!   small file goes through the page cache, where an open+close costs no
+//!   `ioctl` and the file is one `READ`.
 //! - The kernel opens each file's host file with the credentials of
 //!   whoever registered the backing, and reads and writes with them. One
 //!   backing serves every caller of an inode, so it is registered after
@@ -42,18 +46,58 @@ use std::sync::{Arc, Mutex};
 
 use fuser::BackingId;
 
-/// An inode's backing and the opens using it.
-struct InodeBacking {
-    backing: Arc<BackingId>,
-    opens: usize,
+/// The largest regular file a read-only open reads through the page cache
+/// rather than by passthrough: one `READ` of the kernel's default size (32
+/// pages) brings it in whole. Passthrough's own price is per open: the
+/// backing's two `ioctl`s and the kernel's second open of the host file
+/// (16 µs per open+close on the dev VM, more than that `READ`).
+pub(crate) const PAGE_CACHE_MAX: u64 = 128 << 10;
+
+/// Whether an open is best served by passthrough: one that may write
+/// (where the backing's owner meets an ordinary user's limits, see
+/// above), or a read of a file larger than [`PAGE_CACHE_MAX`].
+pub(crate) fn wants_passthrough(writes: bool, size: u64) -> bool {
+    writes || size > PAGE_CACHE_MAX
 }
 
-/// The backings of open inodes, by node id.
+/// How an open inode's files are read and written. The kernel holds an
+/// inode to one mode while it has open files (`EIO` for an open in the
+/// other), so the first open decides for the others until the last
+/// `RELEASE`. The kernel leaves the mode before it sends that `RELEASE`,
+/// so the server never sees an inode free that the kernel still holds.
+enum InodeIo {
+    /// By the kernel, from the host file: every open shares the backing.
+    Passthrough {
+        backing: Arc<BackingId>,
+        opens: usize,
+    },
+    /// Through the page cache, with `READ` and `WRITE` served here.
+    PageCache { opens: usize },
+}
+
+impl InodeIo {
+    fn opens(&mut self) -> &mut usize {
+        match self {
+            InodeIo::Passthrough { opens, .. } | InodeIo::PageCache { opens } => opens,
+        }
+    }
+}
+
+/// How one open is served: [`Backings::open`]'s answer.
+pub(crate) struct OpenIo {
+    /// The backing for the reply's `open_backing`, if passthrough.
+    pub(crate) backing: Option<Arc<BackingId>>,
+    /// The node id to give back to [`Backings::release`] at the
+    /// `RELEASE`, if the open was counted.
+    pub(crate) counted: Option<u64>,
+}
+
+/// The I/O mode of each open inode, by node id.
 pub(crate) struct Backings {
     /// Whether new inodes get a backing: asked for, taken by the kernel at
     /// `INIT`, and no registration refused since.
     enabled: AtomicBool,
-    inodes: Mutex<HashMap<u64, InodeBacking>>,
+    inodes: Mutex<HashMap<u64, InodeIo>>,
 }
 
 impl Backings {
@@ -77,52 +121,71 @@ impl Backings {
         self.enabled.load(Ordering::Relaxed)
     }
 
-    /// The backing of an open of inode `id`, counted until
-    /// [`release`](Self::release): the inode's, or one `register` makes;
-    /// `None` (an open through the page cache) while passthrough is off.
-    /// A refused registration turns passthrough off for inodes not yet
-    /// open, and is logged.
+    /// How an open of inode `id` is served, counted until
+    /// [`release`](Self::release): in the mode the inode's open files are
+    /// in; for an inode with none, by passthrough if `wants_passthrough`
+    /// (with the backing `register` makes), else through the page cache.
+    /// While passthrough is off nothing is counted. A refused registration
+    /// turns passthrough off for inodes not yet open, and is logged.
     pub(crate) fn open(
         &self,
         id: u64,
+        wants_passthrough: bool,
         register: impl FnOnce() -> std::io::Result<BackingId>,
-    ) -> Option<Arc<BackingId>> {
+    ) -> OpenIo {
+        let page_cache = |counted| OpenIo {
+            backing: None,
+            counted,
+        };
         let mut inodes = self.inodes.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(inode) = inodes.get_mut(&id) {
-            inode.opens += 1;
-            return Some(inode.backing.clone());
+            *inode.opens() += 1;
+            return match inode {
+                InodeIo::Passthrough { backing, .. } => OpenIo {
+                    backing: Some(backing.clone()),
+                    counted: Some(id),
+                },
+                InodeIo::PageCache { .. } => page_cache(Some(id)),
+            };
         }
         if !self.enabled() {
-            return None;
+            return page_cache(None);
+        }
+        if !wants_passthrough {
+            inodes.insert(id, InodeIo::PageCache { opens: 1 });
+            return page_cache(Some(id));
         }
         match register() {
             Ok(backing) => {
                 let backing = Arc::new(backing);
                 inodes.insert(
                     id,
-                    InodeBacking {
+                    InodeIo::Passthrough {
                         backing: backing.clone(),
                         opens: 1,
                     },
                 );
-                Some(backing)
+                OpenIo {
+                    backing: Some(backing),
+                    counted: Some(id),
+                }
             }
             Err(e) => {
                 // Relaxed: as in `enable`.
                 self.enabled.store(false, Ordering::Relaxed);
                 eprintln!("lockref-fuse: passthrough off: a backing was refused: {e}");
-                None
+                page_cache(None)
             }
         }
     }
 
-    /// A passthrough open of inode `id` ends; the inode's backing goes with
-    /// its last.
+    /// A counted open of inode `id` ends; the inode leaves its mode (and
+    /// its backing goes) with its last.
     pub(crate) fn release(&self, id: u64) {
         let mut inodes = self.inodes.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(inode) = inodes.get_mut(&id) {
-            inode.opens -= 1;
-            if inode.opens == 0 {
+            *inode.opens() -= 1;
+            if *inode.opens() == 0 {
                 inodes.remove(&id);
             }
         }

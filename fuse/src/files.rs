@@ -12,6 +12,7 @@ use fuser::{BackingId, Errno, FileAttr, FileHandle, INodeNo, OpenFlags};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
+use crate::backing;
 use crate::creds::{self, AsCaller, Caller};
 use crate::fs::Passthrough;
 use crate::handles::Open;
@@ -24,8 +25,9 @@ const MAX_READ: u32 = 1 << 20;
 
 impl<T: InodeTable> Passthrough<T> {
     /// `OPEN`: the handle, and the inode's passthrough backing if the
-    /// kernel is to read and write the host file itself; `register` makes
-    /// one from the host file (the reply's `open_backing`).
+    /// kernel is to read and write the host file itself (`backing.rs`
+    /// decides); `register` makes one from the host file (the reply's
+    /// `open_backing`).
     pub(crate) fn do_open(
         &self,
         caller: &Caller,
@@ -55,21 +57,23 @@ impl<T: InodeTable> Passthrough<T> {
         // caller of the inode, is the server's own (`backing.rs`).
         drop(as_caller);
         let file = File::from(fd);
-        let backing = self.backings.open(inode.id, || {
-            creds::as_backing_owner(&self.cred_counts, || register(file.as_fd()))
-        });
+        let writes = (flags & OFlag::O_ACCMODE) != OFlag::O_RDONLY;
+        let io = self.backings.open(
+            inode.id,
+            backing::wants_passthrough(writes, st.st_size.max(0) as u64),
+            || creds::as_backing_owner(&self.cred_counts, || register(file.as_fd())),
+        );
         let opener = *caller;
-        let passthrough = backing.as_ref().map(|_| inode.id);
         self.handles
             .add(
                 inode.inode,
                 Open::File(file, opener),
                 opener.uid,
-                passthrough,
+                io.counted,
             )
-            .map(|fh| (fh, backing))
+            .map(|fh| (fh, io.backing))
             .inspect_err(|_| {
-                if let Some(id) = passthrough {
+                if let Some(id) = io.counted {
                     self.backings.release(id);
                 }
             })
@@ -153,18 +157,20 @@ impl<T: InodeTable> Passthrough<T> {
         let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;
         drop(as_caller);
         let file = File::from(fd);
-        let backing = self.backings.open(attr.ino.0, || {
-            creds::as_backing_owner(&self.cred_counts, || register(file.as_fd()))
-        });
+        let writes = (OFlag::from_bits_truncate(flags) & OFlag::O_ACCMODE) != OFlag::O_RDONLY;
+        let io = self.backings.open(
+            attr.ino.0,
+            backing::wants_passthrough(writes, attr.size),
+            || creds::as_backing_owner(&self.cred_counts, || register(file.as_fd())),
+        );
         let opener = *caller;
-        let passthrough = backing.as_ref().map(|_| attr.ino.0);
         match self
             .handles
-            .add(inode, Open::File(file, opener), opener.uid, passthrough)
+            .add(inode, Open::File(file, opener), opener.uid, io.counted)
         {
-            Ok(fh) => Ok((attr, fh, backing)),
+            Ok(fh) => Ok((attr, fh, io.backing)),
             Err(e) => {
-                if let Some(id) = passthrough {
+                if let Some(id) = io.counted {
                     self.backings.release(id);
                 }
                 // No reply carries the lookup: it is given back here (a
@@ -178,6 +184,8 @@ impl<T: InodeTable> Passthrough<T> {
     /// Nothing is buffered here (every write went to the host): a check of
     /// the handle.
     pub(crate) fn do_flush(&self, fh: FileHandle) -> Result<(), Errno> {
+        // Relaxed: a counter for tests and reports.
+        self.flushes.fetch_add(1, Ordering::Relaxed);
         self.handles.file(fh).map(drop)
     }
 

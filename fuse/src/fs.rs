@@ -61,6 +61,8 @@ pub struct Passthrough<T: InodeTable> {
     pub(crate) reads: AtomicU64,
     /// `WRITE` requests served.
     pub(crate) writes: AtomicU64,
+    /// `FLUSH` requests served.
+    pub(crate) flushes: AtomicU64,
     pub(crate) refused_forgets: AtomicU64,
     /// Times the C allocator's free pages were given back (`trim.rs`).
     pub(crate) memory_trims: AtomicU64,
@@ -142,6 +144,7 @@ impl<T: InodeTable> Passthrough<T> {
             passthrough: options.passthrough,
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
             refused_forgets: AtomicU64::new(0),
             memory_trims: AtomicU64::new(0),
             lookups: AtomicU64::new(0),
@@ -261,6 +264,12 @@ impl<T: InodeTable> Passthrough<T> {
     /// by passthrough never comes here).
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
+    }
+
+    /// `FLUSH` requests served: none on a kernel that honours
+    /// `FOPEN_NOFLUSH` (Linux 5.16+), which every open asks for.
+    pub fn flushes(&self) -> u64 {
+        self.flushes.load(Ordering::Relaxed)
     }
 
     /// `setfsuid`, `setfsgid` and `setgroups` calls made for callers.

@@ -46,9 +46,9 @@ pub(crate) struct Handle<R> {
     pub(crate) open: Open,
     /// The uid whose share it counts in.
     owner: u32,
-    /// The inode's node id, if the open is passthrough (its backing is
-    /// given back at the `RELEASE`).
-    passthrough: Option<u64>,
+    /// The inode's node id, if the open counts in its inode's I/O mode
+    /// (`backing.rs`; given back at the `RELEASE`).
+    io: Option<u64>,
 }
 
 /// The handles, by number.
@@ -117,7 +117,7 @@ impl<R> Handles<R> {
         inode: R,
         open: Open,
         owner: u32,
-        passthrough: Option<u64>,
+        io: Option<u64>,
     ) -> Result<FileHandle, Errno> {
         let mut table = self.map.write().unwrap_or_else(|e| e.into_inner());
         self.check(&table, owner)?;
@@ -128,7 +128,7 @@ impl<R> Handles<R> {
             _inode: inode,
             open,
             owner,
-            passthrough,
+            io,
         });
         table.by_number.insert(fh, h);
         Ok(FileHandle(fh))
@@ -158,8 +158,8 @@ impl<R> Handles<R> {
     }
 
     /// Ends a handle (`RELEASE`); its inode reference goes with it once no
-    /// request in flight uses it. Returns the node id of a passthrough
-    /// open's inode.
+    /// request in flight uses it. Returns the node id of a counted open's
+    /// inode (`backing.rs`).
     pub(crate) fn remove(&self, fh: FileHandle) -> Result<Option<u64>, Errno> {
         let removed = {
             let mut table = self.map.write().unwrap_or_else(|e| e.into_inner());
@@ -173,7 +173,7 @@ impl<R> Handles<R> {
             removed
         };
         // The inode reference and the descriptor go after the lock.
-        Ok(removed.passthrough)
+        Ok(removed.io)
     }
 }
 

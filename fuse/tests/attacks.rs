@@ -505,11 +505,7 @@ fn a_reused_inode_number_is_a_new_inode<T: InodeTable>() {
             // server has it, its open file (and with passthrough the
             // kernel's backing) keeps the old inode, and its number, in
             // use.
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while m.fs.open_handles() > 0 {
-                assert!(Instant::now() < deadline, "the read's RELEASE never came");
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            wait_for_releases(m);
             // Other inodes push the old one's descriptor out of the cache.
             for i in 0..4 {
                 fs::write(m.host(&format!("e{i}")), b"").unwrap();

@@ -243,6 +243,18 @@ pub fn with_mount_passthrough<T: InodeTable>(
     );
 }
 
+/// Waits (up to 10 s) until the server has every `RELEASE`: the kernel
+/// sends them in the background after a close, so until then the closed
+/// files still count (their handles, their inode's I/O mode, their host
+/// descriptors).
+pub fn wait_for_releases<T: InodeTable>(m: &Mount<T>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while m.fs.open_handles() > 0 {
+        assert!(Instant::now() < deadline, "a RELEASE never came");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Runs `cmd` (with `sh -c`), asserting success; returns its stdout.
 pub fn sh(cmd: &str) -> String {
     let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
