@@ -26,11 +26,14 @@
 #       example/passthrough_hp example/passthrough_ll
 # and fuse-backend-rs from its repository with
 #   fuse/build-fuse-backend-rs.sh FUSE_BACKEND_RS_CLONE
-# Needs root (mounts, drop_caches, a second user), python3, git, setpriv.
+# Needs root (mounts, drop_caches, a second user), python3 (PYTHON to
+# choose one; user 65534 runs it too), git, setpriv.
 # Writes OUT/runs.csv (server,workload,round,seconds) and OUT/summary.md.
 set -euo pipefail
 
 rounds=3
+py=${PYTHON:-/usr/bin/python3}
+[ -x "$py" ] || py=$(command -v python3)
 if [ "${1:-}" = "-r" ]; then rounds=$2; shift 2; fi
 [ $# -ge 2 ] || { sed -n '2,27p' "$0"; exit 2; }
 out=$1; shift
@@ -109,15 +112,15 @@ run_workloads() { # SERVER ROUND
         t0=$(date +%s.%N)
         eval "$3" > /dev/null
         t1=$(date +%s.%N)
-        echo "$name,$1,$round,$(echo "$t1 - $t0" | bc)" >> "$out/runs.csv"
+        echo "$name,$1,$round,$(awk "BEGIN { printf \"%.6f\", $t1 - $t0 }")" >> "$out/runs.csv"
     }
-    timed failed_open "/usr/bin/python3 -c '$py_loop' $mnt/tree/missing 1 missing" \
-        "/usr/bin/python3 -c '$py_loop' $mnt/tree/missing 20000 missing"
-    timed open_close_root "/usr/bin/python3 -c '$py_loop' $mnt/tree/file 1 open" \
-        "/usr/bin/python3 -c '$py_loop' $mnt/tree/file 20000 open"
-    timed open_close_user "setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '$py_loop' $mnt/tree/file 1 open" \
-        "setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '$py_loop' $mnt/tree/file 20000 open"
-    timed create_unlink ":" "/usr/bin/python3 -c '$py_loop' $mnt/tree/new 2000 create"
+    timed failed_open "$py -c '$py_loop' $mnt/tree/missing 1 missing" \
+        "$py -c '$py_loop' $mnt/tree/missing 20000 missing"
+    timed open_close_root "$py -c '$py_loop' $mnt/tree/file 1 open" \
+        "$py -c '$py_loop' $mnt/tree/file 20000 open"
+    timed open_close_user "setpriv --reuid=65534 --regid=65534 --clear-groups $py -c '$py_loop' $mnt/tree/file 1 open" \
+        "setpriv --reuid=65534 --regid=65534 --clear-groups $py -c '$py_loop' $mnt/tree/file 20000 open"
+    timed create_unlink ":" "$py -c '$py_loop' $mnt/tree/new 2000 create"
     # Untimed first: git refreshes its index when the inode numbers differ
     # from the last server's (the libfuse servers and lockref-fuse report
     # the host's, fuse-backend-rs its own), which is not what is measured.
