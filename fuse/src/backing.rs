@@ -14,7 +14,11 @@
 //!   ([`wants_passthrough`]): one that may write, or a read of a file
 //!   larger than [`PAGE_CACHE_MAX`], is passthrough; a read-only open of a
 //!   small file goes through the page cache, where an open+close costs no
-//!   `ioctl` and the file is one `READ`.
+//!   `ioctl` and the file is one `READ`. There, as with passthrough off, a
+//!   change made to the host file behind the server's back is seen from
+//!   the next open (which drops the cached pages; a new size once the
+//!   attributes expire), where a passthrough open reads the host file's
+//!   own pages.
 //! - The kernel opens each file's host file with the credentials of
 //!   whoever registered the backing, and reads and writes with them. One
 //!   backing serves every caller of an inode, so it is registered after
