@@ -150,14 +150,12 @@ fn task_work_run() {
             let list = t.works.swap(ptr::null_mut(), Ordering::Acquire);
             t.counted();
             // Acquire, Release: `raw_spin_lock_irq(&pi_lock)` then its
-            // unlock. Only this thread takes it, so the first try wins.
-            while t
-                .pi_lock
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                core::hint::spin_loop();
-            }
+            // unlock. Only this thread takes it (nothing here cancels
+            // work), so it is always free.
+            let taken =
+                t.pi_lock
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed);
+            debug_assert!(taken.is_ok(), "pi_lock is only this thread's");
             t.pi_lock.store(false, Ordering::Release);
             list
         });

@@ -56,21 +56,41 @@ impl<T: InodeTable> Passthrough<T> {
         // The caller's rights are checked: the backing, shared by every
         // caller of the inode, is the server's own (`backing.rs`).
         drop(as_caller);
-        let file = File::from(fd);
-        let writes = (flags & OFlag::O_ACCMODE) != OFlag::O_RDONLY;
-        let io = self.backings.open(
+        let size = st.st_size.max(0) as u64;
+        self.add_file_handle(
             inode.id,
-            backing::wants_passthrough(writes, st.st_size.max(0) as u64),
-            || creds::as_backing_owner(&self.cred_counts, || register(file.as_fd())),
-        );
-        let opener = *caller;
+            inode.inode,
+            File::from(fd),
+            caller,
+            flags,
+            size,
+            register,
+        )
+    }
+
+    /// An open regular file's handle: the open joins its inode's I/O mode
+    /// (`backing.rs`; `size` and the access mode in `flags` decide an
+    /// inode's first), then gets its handle, and leaves the mode again if
+    /// the handle is refused.
+    #[allow(clippy::too_many_arguments)]
+    fn add_file_handle(
+        &self,
+        id: u64,
+        inode: T::Ref,
+        file: File,
+        caller: &Caller,
+        flags: OFlag,
+        size: u64,
+        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<BackingId>,
+    ) -> Result<(FileHandle, Option<Arc<BackingId>>), Errno> {
+        let writes = (flags & OFlag::O_ACCMODE) != OFlag::O_RDONLY;
+        let io = self
+            .backings
+            .open(id, backing::wants_passthrough(writes, size), || {
+                creds::as_backing_owner(&self.cred_counts, || register(file.as_fd()))
+            });
         self.handles
-            .add(
-                inode.inode,
-                Open::File(file, opener),
-                opener.uid,
-                io.counted,
-            )
+            .add(inode, Open::File(file, *caller), caller.uid, io.counted)
             .map(|fh| (fh, io.backing))
             .inspect_err(|_| {
                 if let Some(id) = io.counted {
@@ -156,23 +176,17 @@ impl<T: InodeTable> Passthrough<T> {
         // handle's own reference cannot miss.
         let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;
         drop(as_caller);
-        let file = File::from(fd);
-        let writes = (OFlag::from_bits_truncate(flags) & OFlag::O_ACCMODE) != OFlag::O_RDONLY;
-        let io = self.backings.open(
+        match self.add_file_handle(
             attr.ino.0,
-            backing::wants_passthrough(writes, attr.size),
-            || creds::as_backing_owner(&self.cred_counts, || register(file.as_fd())),
-        );
-        let opener = *caller;
-        match self
-            .handles
-            .add(inode, Open::File(file, opener), opener.uid, io.counted)
-        {
-            Ok(fh) => Ok((attr, fh, io.backing)),
+            inode,
+            File::from(fd),
+            caller,
+            OFlag::from_bits_truncate(flags),
+            attr.size,
+            register,
+        ) {
+            Ok((fh, backing)) => Ok((attr, fh, backing)),
             Err(e) => {
-                if let Some(id) = io.counted {
-                    self.backings.release(id);
-                }
                 // No reply carries the lookup: it is given back here (a
                 // race past `may_add` above; the file stays made).
                 let _ = self.table.forget(attr.ino.0, 1);
