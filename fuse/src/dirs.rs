@@ -7,8 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::Ordering;
 
 use fuser::{Errno, FileHandle, FopenFlags, INodeNo, ReplyDirectory, ReplyDirectoryPlus};
-use nix::fcntl::{AtFlags, OFlag};
-use nix::sys::stat::Mode;
+use nix::fcntl::AtFlags;
 
 use crate::creds::Caller;
 use crate::fs::{Passthrough, GENERATION};
@@ -154,15 +153,13 @@ impl<T: InodeTable> Passthrough<T> {
         }
     }
 
-    pub(crate) fn do_fsyncdir(&self, ino: INodeNo) -> Result<(), Errno> {
-        let inode = self.inode(ino)?;
-        let fd = nix::fcntl::openat(
-            inode.fd(),
-            ".",
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(errno)?;
-        nix::unistd::fsync(&fd).map_err(errno)
+    /// `FSYNCDIR`: the handle's own descriptor of the directory synced
+    /// (no open, so no credentials: the caller opened it).
+    pub(crate) fn do_fsyncdir(&self, fh: FileHandle) -> Result<(), Errno> {
+        let h = self.handles.dir(fh)?;
+        let Open::Dir(stream) = &h.open else {
+            return Err(Errno::ENOTDIR);
+        };
+        stream.sync()
     }
 }

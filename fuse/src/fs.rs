@@ -236,7 +236,7 @@ impl<T: InodeTable> Passthrough<T> {
         self.shares.waited()
     }
 
-    pub(crate) fn as_caller(&self, caller: &Caller) -> Result<AsCaller<'_>, Errno> {
+    pub(crate) fn as_caller(&self, caller: &Caller) -> Result<AsCaller, Errno> {
         AsCaller::enter(
             caller.uid,
             caller.gid,
@@ -330,8 +330,9 @@ impl<T: InodeTable> Passthrough<T> {
     }
 
     /// The inode of node id `id`, referenced for a request, with its host
-    /// descriptor. Called before the request switches to the caller's
-    /// credentials: reopening a file handle needs the server's own.
+    /// descriptor. Called before the request enters its caller's region:
+    /// reopening a file handle needs the server's own rights
+    /// ([`creds::as_server`]).
     pub(crate) fn inode(&self, id: INodeNo) -> Result<Live<T::Ref>, Errno> {
         let inode = self.table().get(id.0).ok_or(Errno::ESTALE)?;
         self.live(inode)
@@ -346,6 +347,7 @@ impl<T: InodeTable> Passthrough<T> {
                 Some(match Descriptors::cached(slot) {
                     Some(fd) => fd,
                     None => {
+                        creds::as_server(self.server_is_root, &self.cred_counts)?;
                         let fd = file_handle::open_handle(mount.as_fd(), handle)?;
                         self.descriptors.install(slot, fd)
                     }

@@ -218,6 +218,16 @@ impl DirStream {
         })
     }
 
+    /// Syncs the directory (`FSYNCDIR`) through this stream's descriptor.
+    ///
+    /// # Errors
+    ///
+    /// The host's.
+    pub(crate) fn sync(&self) -> Result<(), Errno> {
+        let fd = self.fd.lock().unwrap_or_else(|e| e.into_inner());
+        nix::unistd::fsync(&*fd).map_err(errno)
+    }
+
     /// Calls `each` with the entries from `offset` (0: the start; else a
     /// cookie an entry's `next` gave), `.` and `..` included, until it
     /// breaks or the listing ends.

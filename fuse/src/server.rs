@@ -478,14 +478,14 @@ impl<T: InodeTable> Filesystem for Server<T> {
     fn fsyncdir(
         &self,
         req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
+        _ino: INodeNo,
+        fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
         in_turn!(self, req, [], |fs, _| reply_with!(
             reply,
-            fs.do_fsyncdir(ino),
+            fs.do_fsyncdir(fh),
             |()| reply.ok()
         ));
     }

@@ -17,7 +17,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use lockref_fuse::{InodeTable, Options, Passthrough};
+use lockref_fuse::{InodeTable, Passthrough};
 
 mod common;
 use common::compare::*;
@@ -485,14 +485,7 @@ fn a_reused_inode_number_is_a_new_inode<T: InodeTable>() {
             // descriptors).
             let image = source.parent().unwrap().join("share.img");
             *volume.borrow_mut() = Some(LoopVolume::with_half_reserved(&image, source));
-            Passthrough::with_options(
-                source,
-                Options {
-                    descriptor_budget: Some(2),
-                    ..Options::default()
-                },
-            )
-            .unwrap()
+            with_descriptor_budget(source, 2)
         },
         |m| {
             fs::write(m.host("old"), b"old").unwrap();

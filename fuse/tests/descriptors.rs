@@ -276,16 +276,7 @@ fn without_file_handles_one_user_exhausts_the_descriptors<T: InodeTable>() {
 fn a_budget_of_two_serves_everything<T: InodeTable>() {
     with_mount_made::<T>(
         4,
-        |source| {
-            Passthrough::with_options(
-                source,
-                Options {
-                    descriptor_budget: Some(2),
-                    ..Options::default()
-                },
-            )
-            .unwrap()
-        },
+        |source| with_descriptor_budget(source, 2),
         |m| {
             let (mnt, src) = (m.mnt.display(), m.source.display());
             sh(&format!(

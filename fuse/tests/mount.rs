@@ -454,62 +454,6 @@ fn an_inode_number_is_the_hosts_and_outlives_forgets<T: InodeTable>() {
 }
 on_both_tables!(an_inode_number_is_the_hosts_and_outlives_forgets);
 
-/// A caller other than root costs no more than two identity switches per
-/// request (its filesystem uid and back) once its gid and groups are in
-/// place, and its groups are read once per serving thread and second, not
-/// per request: 200 opens by one process, of a file it may read only
-/// through a supplementary group (so the groups are in effect). A root
-/// request after them makes a file of root's group (the thread's gid was
-/// switched back). Without kernel passthrough: its backings are
-/// registered as their own owner (`creds::as_backing_owner`), whose
-/// switches `open_files_skip_the_server_with_passthrough` counts.
-fn a_callers_credentials_are_switched_only_when_they_change<T: InodeTable>() {
-    use std::os::unix::fs::MetadataExt;
-    with_mount_passthrough::<T>(2, false, |m| {
-        fs::write(m.host("group-only"), b"secret\n").unwrap();
-        std::os::unix::fs::chown(m.host("group-only"), Some(0), Some(4242)).unwrap();
-        fs::set_permissions(
-            m.host("group-only"),
-            std::os::unix::fs::PermissionsExt::from_mode(0o640),
-        )
-        .unwrap();
-        let (switches, reads) = (m.fs.credential_switches(), m.fs.group_reads());
-        let opens = 200;
-        let out = std::process::Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--groups=4242",
-                "sh",
-                "-c",
-            ])
-            .arg(format!(
-                "i=0; while [ $i -lt {opens} ]; do read -r x < '{}' || exit 1; i=$((i+1)); done",
-                m.at("group-only").display()
-            ))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let switches = m.fs.credential_switches() - switches;
-        let reads = m.fs.group_reads() - reads;
-        // Each open is one OPEN (switched), with a LOOKUP or a GETATTR
-        // now and then as the timeouts run out; the gid and the groups
-        // are set once per thread.
-        assert!(
-            switches <= 3 * opens,
-            "{switches} switches for {opens} opens"
-        );
-        assert!(reads <= 8, "{reads} reads of the groups for {opens} opens");
-        fs::write(m.at("roots"), b"").unwrap();
-        assert_eq!(fs::metadata(m.host("roots")).unwrap().gid(), 0);
-    });
-}
-on_both_tables!(a_callers_credentials_are_switched_only_when_they_change);
-
 /// A directory's listing is cached by the kernel across opens: a second
 /// listing reaches the server with no `READDIR`, and a create through the
 /// mount drops the cached listing at once.

@@ -243,6 +243,17 @@ pub fn with_mount_passthrough<T: InodeTable>(
     );
 }
 
+/// A server of `source` that keeps at most `budget` reopened descriptors
+/// of inodes named by file handle (`Options::descriptor_budget`): with a
+/// small one, nearly every request reopens its inode.
+pub fn with_descriptor_budget<T: InodeTable>(source: &Path, budget: usize) -> Passthrough<T> {
+    let options = lockref_fuse::Options {
+        descriptor_budget: Some(budget),
+        ..lockref_fuse::Options::default()
+    };
+    Passthrough::with_options(source, options).unwrap()
+}
+
 /// Waits (up to 10 s) until the server has every `RELEASE`: the kernel
 /// sends them in the background after a close, so until then the closed
 /// files still count (their handles, their inode's I/O mode, their host
