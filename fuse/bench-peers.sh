@@ -11,6 +11,9 @@
 #     lockref-fuse         this crate's binary (its default 1 s timeouts, 4 threads,
 #                          kernel passthrough on)
 #     lockref-fuse-nopt    the same with --no-passthrough
+#     lockref-fuse-noalias the same with --no-root-alias (the FUSE root
+#                          itself at the mount point: its ACL read on every
+#                          path walk through it by a non-owner)
 #     passthrough_hp       libfuse's example/passthrough_hp (4 threads, its
 #                          fixed 86400 s timeouts, kernel passthrough on)
 #     passthrough_hp_nopt  the same with --nopassthrough
@@ -35,7 +38,7 @@ rounds=3
 py=${PYTHON:-/usr/bin/python3}
 [ -x "$py" ] || py=$(command -v python3)
 if [ "${1:-}" = "-r" ]; then rounds=$2; shift 2; fi
-[ $# -ge 2 ] || { sed -n '2,27p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,34p' "$0"; exit 2; }
 out=$1; shift
 mkdir -p "$out"
 servers=("$@")
@@ -70,6 +73,7 @@ mount_server() { # KIND BINARY
     case $1 in
         lockref-fuse) "$2" --allow-other --threads 4 "$src" "$mnt" & ;;
         lockref-fuse-nopt) "$2" --allow-other --threads 4 --no-passthrough "$src" "$mnt" & ;;
+        lockref-fuse-noalias) "$2" --allow-other --threads 4 --no-root-alias "$src" "$mnt" & ;;
         passthrough_hp) "$2" --foreground --num-threads 4 -o allow_other "$src" "$mnt" & ;;
         passthrough_hp_nopt) "$2" --foreground --nopassthrough --num-threads 4 -o allow_other "$src" "$mnt" & ;;
         passthrough_ll) "$2" -f -o allow_other,default_permissions,timeout=1,source="$src" "$mnt" & ;;

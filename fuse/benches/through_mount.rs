@@ -72,7 +72,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// A mounted passthrough of a directory holding `file`.
 struct Mounted {
-    session: fuser::BackgroundSession,
+    session: lockref_fuse::mount::Mounted,
     path: std::path::PathBuf,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
@@ -86,6 +86,7 @@ fn mount<T: InodeTable>(server_threads: usize) -> Mounted {
         fsname: "lockref-fuse-bench".into(),
         threads: server_threads,
         allow_other: false,
+        ..MountConfig::default()
     };
     let session = lockref_fuse::mount::spawn(fs, mnt.path(), &config).expect("mount");
     Mounted {

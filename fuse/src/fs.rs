@@ -29,6 +29,7 @@ use crate::host;
 use crate::host_inode::{DescriptorSlot, HostInode};
 use crate::live::Live;
 use crate::options::{HostInodes, Options, DEFAULT_TTL};
+use crate::root_alias;
 use crate::shares::Shares;
 use crate::table::InodeTable;
 use crate::trim;
@@ -52,6 +53,9 @@ pub struct Passthrough<T: InodeTable> {
     pub(crate) by_handle: Option<(OwnedFd, i32)>,
     pub(crate) descriptors: Descriptors,
     pub(crate) server_is_root: bool,
+    /// Whether the mount shows the share through the root's alias
+    /// (`root_alias.rs`): only then is its name looked up in the root.
+    pub(crate) root_alias: std::sync::atomic::AtomicBool,
     pub(crate) cred_counts: CredCounts,
     /// Kernel passthrough of open files, if asked for and offered.
     pub(crate) backings: Backings,
@@ -70,6 +74,8 @@ pub struct Passthrough<T: InodeTable> {
     pub(crate) lookups: AtomicU64,
     /// `READDIR` and `READDIRPLUS` requests served.
     pub(crate) listings: AtomicU64,
+    /// `GETXATTR` requests for a POSIX ACL.
+    pub(crate) acl_reads: AtomicU64,
     pub(crate) ttl: Duration,
     /// Each user's share of the serving threads, and the requests waiting
     /// their turn.
@@ -139,6 +145,7 @@ impl<T: InodeTable> Passthrough<T> {
             by_handle,
             descriptors: Descriptors::new(options.descriptor_budget()),
             server_is_root: creds::can_switch(),
+            root_alias: std::sync::atomic::AtomicBool::new(false),
             cred_counts: CredCounts::default(),
             backings: Backings::new(),
             passthrough: options.passthrough,
@@ -149,6 +156,7 @@ impl<T: InodeTable> Passthrough<T> {
             memory_trims: AtomicU64::new(0),
             lookups: AtomicU64::new(0),
             listings: AtomicU64::new(0),
+            acl_reads: AtomicU64::new(0),
             ttl: options.ttl,
             shares: Shares::new(crate::mount::MountConfig::default().threads),
             #[cfg(feature = "testing")]
@@ -230,6 +238,14 @@ impl<T: InodeTable> Passthrough<T> {
         self.listings.load(Ordering::Relaxed)
     }
 
+    /// `GETXATTR` requests for a POSIX ACL: the kernel's permission checks
+    /// of callers other than an inode's owner, once per inode while it
+    /// caches the inode's ACLs (every time for an inode it does not:
+    /// `root_alias.rs`).
+    pub fn acl_reads(&self) -> u64 {
+        self.acl_reads.load(Ordering::Relaxed)
+    }
+
     /// Requests that waited for their user's turn (a user past its share
     /// of the serving threads), since the start.
     pub fn waited_requests(&self) -> u64 {
@@ -289,7 +305,7 @@ impl<T: InodeTable> Passthrough<T> {
     }
 
     pub(crate) fn forget_one(&self, id: u64, n: u64) {
-        if let Err(e) = self.table.forget(id, n) {
+        if let Err(e) = self.table.forget(root_alias::table_id(id), n) {
             self.refused_forgets.fetch_add(1, Ordering::Relaxed);
             eprintln!("lockref-fuse: {e}");
         }
@@ -334,7 +350,10 @@ impl<T: InodeTable> Passthrough<T> {
     /// reopening a file handle needs the server's own rights
     /// ([`creds::as_server`]).
     pub(crate) fn inode(&self, id: INodeNo) -> Result<Live<T::Ref>, Errno> {
-        let inode = self.table().get(id.0).ok_or(Errno::ESTALE)?;
+        let inode = self
+            .table()
+            .get(root_alias::table_id(id.0))
+            .ok_or(Errno::ESTALE)?;
         self.live(inode)
     }
 

@@ -40,6 +40,7 @@
 //! | open file and directory handles | `handles.rs` |
 //! | the caller's credentials per request | `creds.rs` |
 //! | mount options, [`mount::spawn`], [`mount::serve`] | `mount.rs` |
+//! | the share shown through an alias of the root, whose ACL the kernel caches | `root_alias.rs` |
 //! | names, attributes, `/proc/self/fd` | `host.rs` |
 //! | a host inode: a descriptor, or a file handle and its slot | `host_inode.rs` |
 //! | `name_to_handle_at`, `open_by_handle_at` | `file_handle.rs` |
@@ -88,6 +89,8 @@ mod options;
 #[cfg(feature = "server")]
 mod ranges;
 #[cfg(feature = "server")]
+mod root_alias;
+#[cfg(feature = "server")]
 mod server;
 #[cfg(feature = "server")]
 mod shares;
@@ -111,6 +114,8 @@ pub use crate::lockref_inodes::{LockrefInode, LockrefTable};
 pub use crate::mount::MountConfig;
 #[cfg(feature = "server")]
 pub use crate::options::{HostInodes, Options, DEFAULT_TTL};
+#[cfg(feature = "server")]
+pub use crate::root_alias::{ROOT_ALIAS_ID, ROOT_ALIAS_NAME};
 #[cfg(feature = "server")]
 pub use crate::server::Server;
 pub use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};

@@ -84,6 +84,15 @@ struct Args {
     /// SOURCE changed by others than the mount's users).
     #[arg(long, default_value_t = DEFAULT_TTL.as_secs_f64())]
     ttl: f64,
+    /// Mount SOURCE at MOUNTPOINT as the FUSE root itself. By default a
+    /// server that is root mounts it at a private directory first and
+    /// shows MOUNTPOINT through a bind mount of an alias of the root,
+    /// whose POSIX ACL the kernel caches: the FUSE root's it never does,
+    /// which costs every path walk into the mount by a user other than
+    /// SOURCE's owner a round trip to the server. Unmounting MOUNTPOINT
+    /// ends the server either way.
+    #[arg(long)]
+    no_root_alias: bool,
 }
 
 fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
@@ -103,6 +112,7 @@ fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
     let config = MountConfig {
         threads: usize::from(args.threads),
         allow_other: args.allow_other,
+        root_alias: !args.no_root_alias,
         ..MountConfig::default()
     };
     lockref_fuse::mount::serve(fs, &args.mountpoint, &config)

@@ -2,10 +2,14 @@
 //! benchmark share.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use nix::mount::{umount, umount2, MntFlags};
+
 use crate::fs::Passthrough;
+use crate::root_alias;
 use crate::server::Server;
 use crate::table::InodeTable;
 
@@ -22,6 +26,12 @@ pub struct MountConfig {
     pub threads: usize,
     /// Let users other than the mounter in (`allow_other`).
     pub allow_other: bool,
+    /// Show the share through an alias of the FUSE root, whose ACL the
+    /// kernel caches (`root_alias.rs`), where the server may (it is
+    /// root); otherwise, or if false, the mount point is the FUSE root,
+    /// whose ACL the kernel reads from the server on every path walk
+    /// through it by a caller other than its owner.
+    pub root_alias: bool,
 }
 
 impl Default for MountConfig {
@@ -30,6 +40,7 @@ impl Default for MountConfig {
             fsname: "lockref-fuse".into(),
             threads: 4,
             allow_other: false,
+            root_alias: true,
         }
     }
 }
@@ -71,9 +82,79 @@ pub fn raise_descriptor_limit() -> io::Result<u64> {
     Ok(hard)
 }
 
+/// A mounted share, served on background threads until it is unmounted
+/// ([`Mounted::umount_and_join`], or by anyone: [`Mounted::join`]) or
+/// dropped (then detached).
+pub struct Mounted {
+    session: Option<fuser::BackgroundSession>,
+    mountpoint: PathBuf,
+    /// Where the server was mounted before it was shown through the root's
+    /// alias: an empty directory, removed once the session ends.
+    private: Option<PathBuf>,
+}
+
+impl Mounted {
+    /// Unmounts the share and waits for the serving threads.
+    ///
+    /// # Errors
+    ///
+    /// The unmount's (the share is busy: then it is detached when this
+    /// is dropped), or the serving threads'.
+    pub fn umount_and_join(mut self) -> io::Result<()> {
+        if self.private.is_none() {
+            let session = self.session.take().expect("a session until it ends");
+            return session.umount_and_join();
+        }
+        umount(&self.mountpoint)?;
+        self.join_session()
+    }
+
+    /// Waits until the share is unmounted (by anyone) and the serving
+    /// threads are done.
+    ///
+    /// # Errors
+    ///
+    /// The serving threads'.
+    pub fn join(mut self) -> io::Result<()> {
+        self.join_session()
+    }
+
+    fn join_session(&mut self) -> io::Result<()> {
+        let session = self.session.take().expect("a session until it ends");
+        // With the alias, fuser's own unmount of the private directory at
+        // its end finds nothing mounted there (`EINVAL`, logged).
+        let joined = session.join();
+        self.remove_private();
+        joined
+    }
+
+    fn remove_private(&mut self) {
+        if let Some(private) = self.private.take() {
+            let _ = std::fs::remove_dir(private);
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if let Some(session) = self.session.take() {
+            if self.private.is_some() {
+                // The bind is the connection's last mount: detached, it
+                // ends the connection once no one uses it.
+                let _ = umount2(&self.mountpoint, MntFlags::MNT_DETACH);
+            }
+            // Without the alias, fuser's session unmounts on drop.
+            drop(session);
+        }
+        self.remove_private();
+    }
+}
+
 /// Mounts `fs` at `mountpoint` and serves it on background threads until
-/// the returned session is unmounted (`umount_and_join`) or dropped. The
-/// descriptor limit is raised first ([`raise_descriptor_limit`]).
+/// it is unmounted. The descriptor limit is raised first
+/// ([`raise_descriptor_limit`]). With [`MountConfig::root_alias`] and a
+/// server that is root, the mount point shows the share through the
+/// root's alias (`root_alias.rs`).
 ///
 /// # Errors
 ///
@@ -82,25 +163,53 @@ pub fn spawn<T: InodeTable>(
     fs: Arc<Passthrough<T>>,
     mountpoint: &Path,
     config: &MountConfig,
-) -> io::Result<fuser::BackgroundSession> {
+) -> io::Result<Mounted> {
     raise_descriptor_limit()?;
     fs.shares.set_threads(config.threads);
-    fuser::spawn_mount(Server(fs), mountpoint, &config.fuser())
+    if !(config.root_alias && fs.server_is_root) {
+        let session = fuser::spawn_mount(Server(fs), mountpoint, &config.fuser())?;
+        return Ok(Mounted {
+            session: Some(session),
+            mountpoint: mountpoint.to_owned(),
+            private: None,
+        });
+    }
+    let private = root_alias::private_mountpoint()?;
+    // Relaxed: set before the mount, whose requests come after.
+    fs.root_alias.store(true, Ordering::Relaxed);
+    // fuser's mount answers `INIT` before it returns: the alias's inode,
+    // made after, has its ACL cached.
+    let session = match fuser::spawn_mount(Server(fs), &private, &config.fuser()) {
+        Ok(session) => session,
+        Err(e) => {
+            let _ = std::fs::remove_dir(&private);
+            return Err(e);
+        }
+    };
+    if let Err(e) = root_alias::show(&private, mountpoint) {
+        // Nothing mounted is left; the serving threads end with the
+        // connection.
+        drop(session);
+        let _ = std::fs::remove_dir(&private);
+        return Err(e);
+    }
+    Ok(Mounted {
+        session: Some(session),
+        mountpoint: mountpoint.to_owned(),
+        private: Some(private),
+    })
 }
 
-/// Mounts `fs` at `mountpoint` and serves it on this thread until it is
-/// unmounted. The descriptor limit is raised first
-/// ([`raise_descriptor_limit`]).
+/// Mounts `fs` at `mountpoint` as [`spawn`] does and serves it until it
+/// is unmounted.
 ///
 /// # Errors
 ///
-/// As [`spawn`].
+/// As [`spawn`], and the serving threads'.
 pub fn serve<T: InodeTable>(
     fs: Arc<Passthrough<T>>,
     mountpoint: &Path,
     config: &MountConfig,
 ) -> io::Result<()> {
-    raise_descriptor_limit()?;
-    fs.shares.set_threads(config.threads);
-    fuser::mount(Server(fs), mountpoint, &config.fuser())
+    spawn(fs, mountpoint, config)?.join()
 }

@@ -15,7 +15,8 @@ use crate::creds::Caller;
 use crate::fs::Passthrough;
 use crate::host::{self, check_name, errno, stat_fd};
 use crate::live::Live;
-use crate::table::InodeTable;
+use crate::root_alias::{ROOT_ALIAS_ID, ROOT_ALIAS_NAME};
+use crate::table::{InodeTable, ROOT_ID};
 
 impl<T: InodeTable> Passthrough<T> {
     /// Looks `name` up in the directory `parent` on the host and counts one
@@ -58,8 +59,18 @@ impl<T: InodeTable> Passthrough<T> {
         #[cfg(feature = "testing")]
         self.stall.check(caller.uid);
         let name = check_name(name)?;
+        let is_alias = parent.0 == ROOT_ID
+            && name == OsStr::new(ROOT_ALIAS_NAME)
+            && self.root_alias.load(Ordering::Relaxed);
         let parent = self.inode(parent)?;
         let _as = self.as_caller(caller)?;
+        if is_alias {
+            // The share's own directory under the alias's id, its lookup
+            // counted on the root (`root_alias.rs`).
+            let mut attr = self.lookup_child(&parent, OsStr::new("."))?;
+            attr.ino = INodeNo(ROOT_ALIAS_ID);
+            return Ok(attr);
+        }
         self.lookup_child(&parent, name)
     }
 

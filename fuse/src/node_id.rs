@@ -10,6 +10,7 @@
 //! | host inode | node id |
 //! |---|---|
 //! | the shared directory | [`ROOT_ID`] (`GETATTR` still reports the host's number) |
+//! | the shared directory as the mount point shows it (`root_alias.rs`) | `ROOT_ALIAS_ID`, `0xff << 56`: the one numbered id never given (numbers start at 1) |
 //! | on the root's device | its host inode number |
 //! | on the `n`th other device seen (`n` < 255) | `n << 56 \| ino` |
 //! | anything else (inode number 0, 1 or from 2^56, a 256th device) | `0xff << 56 \| k`, the `k`th such inode, remembered for the server's life |

@@ -19,21 +19,12 @@ use common::*;
 /// Runs `script` with `sh -c` as `uid` (gid the same, no groups),
 /// asserting success; returns its stdout.
 fn sh_as(uid: u32, script: &str) -> String {
-    let out = if uid == 0 {
+    let mut cmd = if uid == 0 {
         std::process::Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .output()
-            .unwrap()
     } else {
-        as_user(uid, "sh").arg("-c").arg(script).output().unwrap()
+        as_user(uid, "sh")
     };
-    assert!(
-        out.status.success(),
-        "uid {uid}: `{script}` failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    output_of(cmd.arg("-c").arg(script))
 }
 
 /// A run of requests from one caller other than root switches its
@@ -54,24 +45,19 @@ fn a_callers_credentials_are_switched_only_when_they_change<T: InodeTable>() {
         fs::set_permissions(m.host("group-only"), fs::Permissions::from_mode(0o640)).unwrap();
         let (switches, reads) = (m.fs.credential_switches(), m.fs.group_reads());
         let opens = 200;
-        let out = std::process::Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--groups=4242",
-                "sh",
-                "-c",
-            ])
-            .arg(format!(
-                "i=0; while [ $i -lt {opens} ]; do read -r x < '{}' || exit 1; i=$((i+1)); done",
-                m.at("group-only").display()
-            ))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        output_of(
+            std::process::Command::new("setpriv")
+                .args([
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--groups=4242",
+                    "sh",
+                    "-c",
+                ])
+                .arg(format!(
+                    "i=0; while [ $i -lt {opens} ]; do read -r x < '{}' || exit 1; i=$((i+1)); done",
+                    m.at("group-only").display()
+                )),
         );
         let switches = m.fs.credential_switches() - switches;
         let reads = m.fs.group_reads() - reads;

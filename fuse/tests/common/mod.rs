@@ -74,7 +74,7 @@ pub fn open_fds() -> usize {
 /// that climbs out of it resolves elsewhere through the mount.
 pub struct Mount<T: InodeTable> {
     pub fs: Arc<Passthrough<T>>,
-    session: Option<fuser::BackgroundSession>,
+    session: Option<lockref_fuse::mount::Mounted>,
     pub source: PathBuf,
     pub mnt: PathBuf,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
@@ -102,6 +102,16 @@ impl<T: InodeTable> Mount<T> {
     /// Mounted with `threads` serving threads, serving what `make` makes
     /// of the share's host directory.
     pub fn made(threads: usize, make: impl FnOnce(&Path) -> Passthrough<T>) -> Self {
+        Self::made_config(threads, true, make)
+    }
+
+    /// [`Mount::made`], the share shown through the root's alias or not
+    /// (`MountConfig::root_alias`).
+    pub fn made_config(
+        threads: usize,
+        root_alias: bool,
+        make: impl FnOnce(&Path) -> Passthrough<T>,
+    ) -> Self {
         let src = tempfile::tempdir().unwrap();
         let mnt = tempfile::tempdir().unwrap();
         let (source, mountpoint) = (src.path().join("share"), mnt.path().join("mnt"));
@@ -117,6 +127,7 @@ impl<T: InodeTable> Mount<T> {
             fsname: "lockref-fuse-test".into(),
             threads,
             allow_other: true,
+            root_alias,
         };
         let session = lockref_fuse::mount::spawn(fs.clone(), &mountpoint, &config).unwrap();
         Mount {
@@ -268,10 +279,15 @@ pub fn wait_for_releases<T: InodeTable>(m: &Mount<T>) {
 
 /// Runs `cmd` (with `sh -c`), asserting success; returns its stdout.
 pub fn sh(cmd: &str) -> String {
-    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    output_of(Command::new("sh").arg("-c").arg(cmd))
+}
+
+/// Runs `cmd`, asserting success; returns its stdout.
+pub fn output_of(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
-        "`{cmd}` failed: {}\n{}",
+        "{cmd:?} failed: {}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
