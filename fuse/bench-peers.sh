@@ -1,9 +1,11 @@
 #!/bin/bash
 # lockref-fuse beside the passthrough servers users run instead, over the
 # same tree in the same run: each server is mounted in turn (round-robin,
-# ROUNDS times), the same workloads run through it, and the summary gives
-# each workload's median seconds and the ratio of the first server's time
-# to each other's (above 1.00: the first is slower).
+# ROUNDS times, each round starting with the next server), the same
+# workloads run through it, and the summary gives each workload's median
+# seconds and the ratio of the first server's time to each other's (above
+# 1.00: the first is slower), those ratios paired by round, and the CPU
+# time each server took.
 #
 # Usage: fuse/bench-peers.sh [-r ROUNDS] OUT SERVER...
 #   SERVER is KIND[@LABEL]=BINARY (the label tells two builds of one kind
@@ -14,9 +16,13 @@
 #     lockref-fuse-noalias the same with --no-root-alias (the FUSE root
 #                          itself at the mount point: its ACL read on every
 #                          path walk through it by a non-owner)
+#     lockref-fuse-tN      the same with N serving threads (--threads N)
 #     passthrough_hp       libfuse's example/passthrough_hp (4 threads, its
 #                          fixed 86400 s timeouts, kernel passthrough on)
 #     passthrough_hp_nopt  the same with --nopassthrough
+#     passthrough_hp_uring the same over FUSE-over-io_uring (-o io_uring;
+#                          Linux 6.14+ with the fuse module's enable_uring
+#                          set, and a libfuse built with liburing)
 #     passthrough_ll       libfuse's example/passthrough_ll (timeout=1)
 #     fuse-backend-rs      fuse-backend-rs's passthrough example (its
 #                          PassthroughFs; 4 threads, 1 s timeouts, as built
@@ -27,18 +33,24 @@
 # libfuse from its repository with
 #   meson setup build -Dexamples=true && ninja -C build \
 #       example/passthrough_hp example/passthrough_ll
+# (with liburing's headers installed, e.g. Debian's liburing-dev, the same
+# build serves FUSE-over-io_uring when asked, as passthrough_hp_uring)
 # and fuse-backend-rs from its repository with
 #   fuse/build-fuse-backend-rs.sh FUSE_BACKEND_RS_CLONE
 # Needs root (mounts, drop_caches, a second user), python3 (PYTHON to
 # choose one; user 65534 runs it too), git, setpriv.
-# Writes OUT/runs.csv (server,workload,round,seconds) and OUT/summary.md.
+# Writes OUT/machine.txt (CPU, count, kernel), OUT/runs.csv
+# (server,workload,round,seconds,server_cpu_seconds: the wall time of the
+# workload and the CPU time the server's threads took meanwhile) and
+# OUT/summary.md (peers-summary.py: medians, ratios, ratios paired by
+# round, the servers' CPU time).
 set -euo pipefail
 
 rounds=3
 py=${PYTHON:-/usr/bin/python3}
 [ -x "$py" ] || py=$(command -v python3)
 if [ "${1:-}" = "-r" ]; then rounds=$2; shift 2; fi
-[ $# -ge 2 ] || { sed -n '2,34p' "$0"; exit 2; }
+[ $# -ge 2 ] || { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 2; }
 out=$1; shift
 mkdir -p "$out"
 servers=("$@")
@@ -67,6 +79,7 @@ for d in $(seq 20); do
 done
 git -C "$src/repo" add -A
 git -C "$src/repo" -c user.name=b -c user.email=b@b commit -q -m tree
+sync
 git config --global --add safe.directory '*'
 
 mount_server() { # KIND BINARY
@@ -74,8 +87,16 @@ mount_server() { # KIND BINARY
         lockref-fuse) "$2" --allow-other --threads 4 "$src" "$mnt" & ;;
         lockref-fuse-nopt) "$2" --allow-other --threads 4 --no-passthrough "$src" "$mnt" & ;;
         lockref-fuse-noalias) "$2" --allow-other --threads 4 --no-root-alias "$src" "$mnt" & ;;
+        lockref-fuse-t[1-9]*) "$2" --allow-other --threads "${1#lockref-fuse-t}" "$src" "$mnt" & ;;
         passthrough_hp) "$2" --foreground --num-threads 4 -o allow_other "$src" "$mnt" & ;;
         passthrough_hp_nopt) "$2" --foreground --nopassthrough --num-threads 4 -o allow_other "$src" "$mnt" & ;;
+        passthrough_hp_uring)
+            [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ] || {
+                echo "passthrough_hp_uring: FUSE-over-io_uring is off (as root:" \
+                    "echo Y > /sys/module/fuse/parameters/enable_uring)" >&2
+                exit 1
+            }
+            "$2" --foreground --num-threads 4 -o allow_other,io_uring "$src" "$mnt" & ;;
         passthrough_ll) "$2" -f -o allow_other,default_permissions,timeout=1,source="$src" "$mnt" & ;;
         fuse-backend-rs) "$2" "$src" "$mnt" > /dev/null 2>&1 & ;;
         *) echo "unknown kind $1" >&2; exit 2 ;;
@@ -93,6 +114,15 @@ unmount_server() { # KIND
 }
 
 forget() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# The server's CPU time so far in nanoseconds: its threads' time on a CPU
+# (schedstat), user and system, the kernel's work for its system calls
+# included. Threads that have ended are not counted: the servers here keep
+# theirs for the mount's life (libfuse's idle threads stay: its
+# max_idle_threads is unlimited by default).
+server_cpu() {
+    cat /proc/"$server_pid"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'
+}
 
 py_loop='import os, sys
 path, n, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -112,11 +142,13 @@ run_workloads() { # SERVER ROUND
     local name=$1 round=$2
     timed() { # WORKLOAD PREP CMD
         eval "$2"
-        local t0 t1
+        local t0 t1 c0 c1
+        c0=$(server_cpu)
         t0=$(date +%s.%N)
         eval "$3" > /dev/null
         t1=$(date +%s.%N)
-        echo "$name,$1,$round,$(awk "BEGIN { printf \"%.6f\", $t1 - $t0 }")" >> "$out/runs.csv"
+        c1=$(server_cpu)
+        echo "$name,$1,$round,$(awk "BEGIN { printf \"%.6f,%.6f\", $t1 - $t0, ($c1 - $c0) / 1e9 }")" >> "$out/runs.csv"
     }
     timed failed_open "$py -c '$py_loop' $mnt/tree/missing 1 missing" \
         "$py -c '$py_loop' $mnt/tree/missing 20000 missing"
@@ -139,8 +171,13 @@ run_workloads() { # SERVER ROUND
 }
 
 : > "$out/runs.csv"
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+echo "${cpu:-an unnamed CPU}, $(nproc) CPUs, kernel $(uname -r)" > "$out/machine.txt"
+# Each round starts with the next server, so that none always runs first
+# (after the tree was made) or always after the same one.
 for round in $(seq "$rounds"); do
-    for s in "${servers[@]}"; do
+    for i in $(seq 0 $((${#servers[@]} - 1))); do
+        s=${servers[$(( (i + round - 1) % ${#servers[@]} ))]}
         label=${s%%=*}; kind=${label%%@*}; bin=${s#*=}
         echo "round $round: $label"
         mount_server "$kind" "$bin"
@@ -149,21 +186,5 @@ for round in $(seq "$rounds"); do
     done
 done
 
-python3 - "$out/runs.csv" "${servers[@]%%=*}" > "$out/summary.md" <<'EOF'
-import csv, statistics, sys
-runs, names = sys.argv[1], sys.argv[2:]
-t = {}
-for server, workload, _, secs in csv.reader(open(runs)):
-    t.setdefault(workload, {}).setdefault(server, []).append(float(secs))
-base, peers = names[0], names[1:]
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"Median seconds over the rounds on {cpu}; ratio = {base} / peer (above 1.00: {base} slower).\n")
-print("| workload | " + " | ".join(names) + " | " + " | ".join(f"vs {p}" for p in peers) + " |")
-print("|---" * (1 + len(names) + len(peers)) + "|")
-for w, by in t.items():
-    med = {n: statistics.median(by[n]) for n in names if n in by}
-    cells = [f"{med[n]:.3f}" for n in names]
-    ratios = [f"{med[base] / med[p]:.2f}" if base in med and med.get(p) else "-" for p in peers]
-    print(f"| {w} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
-EOF
+"$py" "$(dirname "$0")/peers-summary.py" "$out/runs.csv" "${servers[@]%%=*}" > "$out/summary.md"
 cat "$out/summary.md"
