@@ -7,7 +7,10 @@
 # 1.00: the first is slower), those ratios paired by round, and the CPU
 # time each server took.
 #
-# Usage: fuse/bench-peers.sh [-r ROUNDS] OUT SERVER...
+# Usage: fuse/bench-peers.sh [-r ROUNDS] [-b BUSY] OUT SERVER...
+#   BUSY: CPU-bound neighbours (busy loops, as an ordinary user) running
+#   for the whole run, as on a server host that is rarely idle (0 by
+#   default).
 #   SERVER is KIND[@LABEL]=BINARY (the label tells two builds of one kind
 #   apart, e.g. lockref-fuse@before), KIND one of
 #     lockref-fuse         this crate's binary (its default 1 s timeouts, 4 threads,
@@ -49,7 +52,14 @@ set -euo pipefail
 rounds=3
 py=${PYTHON:-/usr/bin/python3}
 [ -x "$py" ] || py=$(command -v python3)
-if [ "${1:-}" = "-r" ]; then rounds=$2; shift 2; fi
+busy=0
+while [ $# -ge 2 ]; do
+    case $1 in
+        -r) rounds=$2; shift 2 ;;
+        -b) busy=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
 [ $# -ge 2 ] || { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 2; }
 out=$1; shift
 mkdir -p "$out"
@@ -59,7 +69,9 @@ work=$(mktemp -d /var/tmp/bench-peers.XXXXXX)
 src=$work/src
 mnt=$work/mnt
 mkdir -p "$src" "$mnt"
+neighbours=()
 cleanup() {
+    [ ${#neighbours[@]} -eq 0 ] || kill "${neighbours[@]}" 2>/dev/null || true
     mountpoint -q "$mnt" && umount -l "$mnt" || true
     rm -rf "$work"
 }
@@ -171,8 +183,12 @@ run_workloads() { # SERVER ROUND
 }
 
 : > "$out/runs.csv"
+for _ in $(seq "$busy"); do
+    setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'while :; do :; done' &
+    neighbours+=($!)
+done
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-echo "${cpu:-an unnamed CPU}, $(nproc) CPUs, kernel $(uname -r)" > "$out/machine.txt"
+echo "${cpu:-an unnamed CPU}, $(nproc) CPUs, kernel $(uname -r), $busy busy neighbours" > "$out/machine.txt"
 # Each round starts with the next server, so that none always runs first
 # (after the tree was made) or always after the same one.
 for round in $(seq "$rounds"); do
