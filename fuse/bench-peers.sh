@@ -64,6 +64,17 @@ done
 out=$1; shift
 mkdir -p "$out"
 servers=("$@")
+# Refused before the tree is made, not at the first mount.
+for s in "${servers[@]}"; do
+    case ${s%%[@=]*} in
+        passthrough_hp_uring)
+            [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ] || {
+                echo "passthrough_hp_uring: FUSE-over-io_uring is off (as root:" \
+                    "echo Y > /sys/module/fuse/parameters/enable_uring)" >&2
+                exit 1
+            } ;;
+    esac
+done
 
 work=$(mktemp -d /var/tmp/bench-peers.XXXXXX)
 src=$work/src
@@ -102,13 +113,7 @@ mount_server() { # KIND BINARY
         lockref-fuse-t[1-9]*) "$2" --allow-other --threads "${1#lockref-fuse-t}" "$src" "$mnt" & ;;
         passthrough_hp) "$2" --foreground --num-threads 4 -o allow_other "$src" "$mnt" & ;;
         passthrough_hp_nopt) "$2" --foreground --nopassthrough --num-threads 4 -o allow_other "$src" "$mnt" & ;;
-        passthrough_hp_uring)
-            [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ] || {
-                echo "passthrough_hp_uring: FUSE-over-io_uring is off (as root:" \
-                    "echo Y > /sys/module/fuse/parameters/enable_uring)" >&2
-                exit 1
-            }
-            "$2" --foreground --num-threads 4 -o allow_other,io_uring "$src" "$mnt" & ;;
+        passthrough_hp_uring) "$2" --foreground --num-threads 4 -o allow_other,io_uring "$src" "$mnt" & ;;
         passthrough_ll) "$2" -f -o allow_other,default_permissions,timeout=1,source="$src" "$mnt" & ;;
         fuse-backend-rs) "$2" "$src" "$mnt" > /dev/null 2>&1 & ;;
         *) echo "unknown kind $1" >&2; exit 2 ;;

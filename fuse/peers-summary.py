@@ -51,6 +51,23 @@ def medians(times, names, base, peers):
         yield row([workload] + cells + ratios)
 
 
+def paired(times, base, peers):
+    """Rows of the median of the rounds' ratios to `base`, with the rounds
+    `base` won."""
+    for workload, by in times.items():
+        mine = by.get(base, {})
+        cells = []
+        for p in peers:
+            theirs = by.get(p, {})
+            ratios = [mine[r] / theirs[r] for r in mine if theirs.get(r)]
+            if not ratios:
+                cells.append("-")
+                continue
+            faster = sum(1 for x in ratios if x < 1.0)
+            cells.append(f"{statistics.median(ratios):.2f} ({faster}/{len(ratios)})")
+        yield row([workload] + cells)
+
+
 def machine(path):
     """The machine bench-peers.sh recorded beside the runs."""
     try:
@@ -87,17 +104,8 @@ def main(argv):
     print(f"rounds in which {base} was faster.\n")
     print(row(["workload"] + [f"vs {p}" for p in peers]))
     print("|---" * (1 + len(peers)) + "|")
-    for workload, by in times.items():
-        cells = []
-        for p in peers:
-            mine, theirs = by.get(base, {}), by.get(p, {})
-            ratios = [mine[r] / theirs[r] for r in mine if theirs.get(r)]
-            if not ratios:
-                cells.append("-")
-                continue
-            faster = sum(1 for x in ratios if x < 1.0)
-            cells.append(f"{statistics.median(ratios):.2f} ({faster}/{len(ratios)})")
-        print(row([workload] + cells))
+    for line in paired(times, base, peers):
+        print(line)
 
     if cpu:
         print("\nThe servers' CPU time during each workload (median seconds over the")
