@@ -45,10 +45,61 @@
 //!   a stacked filesystem), the server serves `READ` and `WRITE`.
 
 use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fuser::BackingId;
+
+// `FUSE_DEV_IOC_BACKING_CLOSE`: `_IOW(229, 2, uint32_t)`.
+nix::ioctl_write_ptr!(fuse_dev_ioc_backing_close, 229, 2, u32);
+
+/// A backing registered with the kernel, closed when dropped (when the
+/// inode's last open ends).
+pub(crate) enum Backing {
+    /// Registered through fuser's reply, on fuser's device; fuser's
+    /// `BackingId` closes it.
+    Fuser(BackingId),
+    /// Registered on the device the server mounted itself (for the io_uring
+    /// rings, `mount.rs`), whichever transport the open came by; closed
+    /// here.
+    Device {
+        /// The connection's device, open while the backing is.
+        device: Arc<OwnedFd>,
+        /// The kernel's `backing_id`.
+        id: u32,
+    },
+}
+
+impl Backing {
+    /// Registers `fd` as a backing on `device`.
+    ///
+    /// # Errors
+    ///
+    /// The kernel's refusal (`EPERM` without `CAP_SYS_ADMIN`, `EINVAL` for a
+    /// file on a stacked filesystem too deep).
+    pub(crate) fn register(device: &Arc<OwnedFd>, fd: BorrowedFd<'_>) -> io::Result<Self> {
+        Ok(Backing::Device {
+            device: device.clone(),
+            id: BackingId::create_raw(&**device, fd)?,
+        })
+    }
+}
+
+impl Drop for Backing {
+    fn drop(&mut self) {
+        if let Backing::Device { device, id } = self {
+            // SAFETY: the ioctl reads one `u32` through the pointer, which
+            // is valid for the call; `id` was registered on `device` and is
+            // closed once, here.
+            let closed = unsafe { fuse_dev_ioc_backing_close(device.as_raw_fd(), &raw const *id) };
+            if let Err(e) = closed {
+                eprintln!("lockref-fuse: a backing was not closed: {e}");
+            }
+        }
+    }
+}
 
 /// The largest regular file a read-only open reads through the page cache
 /// rather than by passthrough: one `READ` of the kernel's default size (32
@@ -71,10 +122,7 @@ pub(crate) fn wants_passthrough(writes: bool, size: u64) -> bool {
 /// so the server never sees an inode free that the kernel still holds.
 enum InodeIo {
     /// By the kernel, from the host file: every open shares the backing.
-    Passthrough {
-        backing: Arc<BackingId>,
-        opens: usize,
-    },
+    Passthrough { backing: Arc<Backing>, opens: usize },
     /// Through the page cache, with `READ` and `WRITE` served here.
     PageCache { opens: usize },
 }
@@ -90,7 +138,7 @@ impl InodeIo {
 /// How one open is served: [`Backings::open`]'s answer.
 pub(crate) struct OpenIo {
     /// The backing for the reply's `open_backing`, if passthrough.
-    pub(crate) backing: Option<Arc<BackingId>>,
+    pub(crate) backing: Option<Arc<Backing>>,
     /// The node id to give back to [`Backings::release`] at the
     /// `RELEASE`, if the open was counted.
     pub(crate) counted: Option<u64>,
@@ -135,7 +183,7 @@ impl Backings {
         &self,
         id: u64,
         wants_passthrough: bool,
-        register: impl FnOnce() -> std::io::Result<BackingId>,
+        register: impl FnOnce() -> std::io::Result<Backing>,
     ) -> OpenIo {
         let page_cache = |counted| OpenIo {
             backing: None,

@@ -6,7 +6,12 @@ use std::ops::ControlFlow;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::Ordering;
 
-use fuser::{Errno, FileHandle, FopenFlags, INodeNo, ReplyDirectory, ReplyDirectoryPlus};
+use std::time::Duration;
+
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, ReplyDirectory,
+    ReplyDirectoryPlus,
+};
 use nix::fcntl::AtFlags;
 
 use crate::creds::Caller;
@@ -14,6 +19,46 @@ use crate::fs::{Passthrough, GENERATION};
 use crate::handles::{DirStream, Open};
 use crate::host::{self, errno};
 use crate::table::{InodeTable, ROOT_ID};
+
+/// Where a `READDIR` page goes: fuser's reply, or a ring entry's
+/// (`uring/dispatch.rs`).
+pub(crate) trait DirPage {
+    /// Adds an entry; `true` if the page is full (this entry not added).
+    fn add(&mut self, ino: INodeNo, offset: u64, kind: FileType, name: &OsStr) -> bool;
+}
+
+/// Where a `READDIRPLUS` page goes (the entry's node id is its
+/// attributes' `ino`).
+pub(crate) trait DirPlusPage {
+    /// Adds an entry; `true` if the page is full (this entry not added).
+    fn add(
+        &mut self,
+        offset: u64,
+        name: &OsStr,
+        ttl: &Duration,
+        attr: &FileAttr,
+        generation: Generation,
+    ) -> bool;
+}
+
+impl DirPage for ReplyDirectory {
+    fn add(&mut self, ino: INodeNo, offset: u64, kind: FileType, name: &OsStr) -> bool {
+        ReplyDirectory::add(self, ino, offset, kind, name)
+    }
+}
+
+impl DirPlusPage for ReplyDirectoryPlus {
+    fn add(
+        &mut self,
+        offset: u64,
+        name: &OsStr,
+        ttl: &Duration,
+        attr: &FileAttr,
+        generation: Generation,
+    ) -> bool {
+        ReplyDirectoryPlus::add(self, attr.ino, offset, name, ttl, attr, generation)
+    }
+}
 
 impl<T: InodeTable> Passthrough<T> {
     pub(crate) fn do_opendir(
@@ -48,7 +93,7 @@ impl<T: InodeTable> Passthrough<T> {
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
-        reply: &mut ReplyDirectoryPlus,
+        reply: &mut impl DirPlusPage,
     ) -> Result<(), Errno> {
         // Relaxed: a counter for tests and reports.
         self.listings.fetch_add(1, Ordering::Relaxed);
@@ -77,15 +122,10 @@ impl<T: InodeTable> Passthrough<T> {
                         return ControlFlow::Break(());
                     }
                 };
+                // Node id ROOT_ID, no lookup counted for it (`host::attr`
+                // numbers it so).
                 let attr = host::attr(&st, ROOT_ID);
-                if reply.add(
-                    INodeNo(ROOT_ID),
-                    entry.next,
-                    name,
-                    &self.ttl,
-                    &attr,
-                    GENERATION,
-                ) {
+                if reply.add(entry.next, name, &self.ttl, &attr, GENERATION) {
                     return ControlFlow::Break(());
                 }
                 added = true;
@@ -101,7 +141,7 @@ impl<T: InodeTable> Passthrough<T> {
                     return ControlFlow::Break(());
                 }
             };
-            if reply.add(attr.ino, entry.next, name, &self.ttl, &attr, GENERATION) {
+            if reply.add(entry.next, name, &self.ttl, &attr, GENERATION) {
                 // The buffer is full: this entry was not sent, so neither
                 // was its lookup.
                 let _ = self.table.forget(attr.ino.0, 1);
@@ -123,7 +163,7 @@ impl<T: InodeTable> Passthrough<T> {
         &self,
         fh: FileHandle,
         offset: u64,
-        reply: &mut ReplyDirectory,
+        reply: &mut impl DirPage,
     ) -> Result<(), Errno> {
         // Relaxed: a counter for tests and reports.
         self.listings.fetch_add(1, Ordering::Relaxed);

@@ -8,11 +8,11 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use fuser::{BackingId, Errno, FileAttr, FileHandle, INodeNo, OpenFlags};
+use fuser::{Errno, FileAttr, FileHandle, INodeNo, OpenFlags};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
-use crate::backing;
+use crate::backing::{self, Backing};
 use crate::creds::{self, AsCaller, Caller};
 use crate::fs::Passthrough;
 use crate::handles::Open;
@@ -33,8 +33,8 @@ impl<T: InodeTable> Passthrough<T> {
         caller: &Caller,
         ino: INodeNo,
         flags: OpenFlags,
-        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<BackingId>,
-    ) -> Result<(FileHandle, Option<Arc<BackingId>>), Errno> {
+        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<Backing>,
+    ) -> Result<(FileHandle, Option<Arc<Backing>>), Errno> {
         let inode = self.inode(ino)?;
         self.handles.may_add(caller.uid)?;
         let as_caller = self.as_caller(caller)?;
@@ -81,8 +81,8 @@ impl<T: InodeTable> Passthrough<T> {
         caller: &Caller,
         flags: OFlag,
         size: u64,
-        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<BackingId>,
-    ) -> Result<(FileHandle, Option<Arc<BackingId>>), Errno> {
+        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<Backing>,
+    ) -> Result<(FileHandle, Option<Arc<Backing>>), Errno> {
         let writes = (flags & OFlag::O_ACCMODE) != OFlag::O_RDONLY;
         let io = self
             .backings
@@ -158,8 +158,8 @@ impl<T: InodeTable> Passthrough<T> {
         mode: u32,
         umask: u32,
         flags: i32,
-        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<BackingId>,
-    ) -> Result<(FileAttr, FileHandle, Option<Arc<BackingId>>), Errno> {
+        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<Backing>,
+    ) -> Result<(FileAttr, FileHandle, Option<Arc<Backing>>), Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         self.handles.may_add(caller.uid)?;

@@ -56,6 +56,15 @@ pub struct Passthrough<T: InodeTable> {
     /// Whether the mount shows the share through the root's alias
     /// (`root_alias.rs`): only then is its name looked up in the root.
     pub(crate) root_alias: std::sync::atomic::AtomicBool,
+    /// Whether to ask for FUSE over io_uring at `INIT` (`uring/`), set
+    /// before the mount.
+    pub(crate) rings_asked: std::sync::atomic::AtomicBool,
+    /// Whether the kernel took it at `INIT`.
+    pub(crate) rings_offered: std::sync::atomic::AtomicBool,
+    /// The FUSE device, where the server mounted it itself (for the
+    /// rings): backings are registered on it, whichever transport the
+    /// open came by (`backing::Backing::Device`).
+    pub(crate) device: std::sync::OnceLock<Arc<OwnedFd>>,
     pub(crate) cred_counts: CredCounts,
     /// Kernel passthrough of open files, if asked for and offered.
     pub(crate) backings: Backings,
@@ -146,6 +155,9 @@ impl<T: InodeTable> Passthrough<T> {
             descriptors: Descriptors::new(options.descriptor_budget()),
             server_is_root: creds::can_switch(),
             root_alias: std::sync::atomic::AtomicBool::new(false),
+            rings_asked: std::sync::atomic::AtomicBool::new(false),
+            rings_offered: std::sync::atomic::AtomicBool::new(false),
+            device: std::sync::OnceLock::new(),
             cred_counts: CredCounts::default(),
             backings: Backings::new(),
             passthrough: options.passthrough,

@@ -98,6 +98,8 @@ mod slot_hints;
 mod table;
 #[cfg(feature = "server")]
 mod trim;
+#[cfg(feature = "server")]
+mod uring;
 mod virtiofsd_inodes;
 mod workload;
 #[cfg(feature = "server")]

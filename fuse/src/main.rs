@@ -93,6 +93,13 @@ struct Args {
     /// ends the server either way.
     #[arg(long)]
     no_root_alias: bool,
+    /// Serve requests through FUSE over io_uring (Linux 6.14+ with the
+    /// fuse module's enable_uring=1; a server that is root): a ring per
+    /// CPU, each request answered on the CPU that made it. Opens answered
+    /// on a ring get no kernel passthrough. Where the kernel offers no
+    /// io_uring, /dev/fuse serves
+    #[arg(long)]
+    io_uring: bool,
 }
 
 fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
@@ -113,6 +120,7 @@ fn serve<T: InodeTable>(args: &Args) -> std::io::Result<()> {
         threads: usize::from(args.threads),
         allow_other: args.allow_other,
         root_alias: !args.no_root_alias,
+        io_uring: args.io_uring,
         ..MountConfig::default()
     };
     lockref_fuse::mount::serve(fs, &args.mountpoint, &config)

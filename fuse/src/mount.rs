@@ -2,6 +2,7 @@
 //! benchmark share.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use crate::fs::Passthrough;
 use crate::root_alias;
 use crate::server::Server;
 use crate::table::InodeTable;
+use crate::uring::Rings;
 
 /// How to mount.
 #[derive(Clone, Debug)]
@@ -32,6 +34,14 @@ pub struct MountConfig {
     /// whose ACL the kernel reads from the server on every path walk
     /// through it by a caller other than its owner.
     pub root_alias: bool,
+    /// Serve requests through FUSE over io_uring (`uring/`, Linux 6.14+
+    /// with `fuse.enable_uring=1`): a ring per CPU, each request answered
+    /// on the CPU that made it. Takes a server that is root (it mounts
+    /// the device itself); where the kernel offers no io_uring,
+    /// `/dev/fuse` serves as without it ([`Mounted::ring_requests`] stays
+    /// 0). Kernel passthrough is not registered for opens answered on a
+    /// ring.
+    pub io_uring: bool,
 }
 
 impl Default for MountConfig {
@@ -41,6 +51,7 @@ impl Default for MountConfig {
             threads: 4,
             allow_other: false,
             root_alias: true,
+            io_uring: false,
         }
     }
 }
@@ -87,6 +98,11 @@ pub fn raise_descriptor_limit() -> io::Result<u64> {
 /// dropped (then detached).
 pub struct Mounted {
     session: Option<fuser::BackgroundSession>,
+    /// The io_uring rings serving beside fuser's threads, if any.
+    rings: Option<Rings>,
+    /// Whether the device was mounted here (for the rings), not by fuser:
+    /// then fuser's session does not unmount it.
+    own_mount: bool,
     mountpoint: PathBuf,
     /// Where the server was mounted before it was shown through the root's
     /// alias: an empty directory, removed once the session ends.
@@ -101,7 +117,7 @@ impl Mounted {
     /// The unmount's (the share is busy: then it is detached when this
     /// is dropped), or the serving threads'.
     pub fn umount_and_join(mut self) -> io::Result<()> {
-        if self.private.is_none() {
+        if self.private.is_none() && !self.own_mount {
             let session = self.session.take().expect("a session until it ends");
             return session.umount_and_join();
         }
@@ -124,8 +140,17 @@ impl Mounted {
         // With the alias, fuser's own unmount of the private directory at
         // its end finds nothing mounted there (`EINVAL`, logged).
         let joined = session.join();
+        if let Some(rings) = self.rings.take() {
+            rings.join();
+        }
         self.remove_private();
         joined
+    }
+
+    /// Requests answered through the io_uring rings so far (0 without
+    /// them, [`MountConfig::io_uring`]).
+    pub fn ring_requests(&self) -> u64 {
+        self.rings.as_ref().map_or(0, Rings::served)
     }
 
     fn remove_private(&mut self) {
@@ -138,13 +163,16 @@ impl Mounted {
 impl Drop for Mounted {
     fn drop(&mut self) {
         if let Some(session) = self.session.take() {
-            if self.private.is_some() {
-                // The bind is the connection's last mount: detached, it
-                // ends the connection once no one uses it.
+            if self.private.is_some() || self.own_mount {
+                // The bind (or our own mount) is the connection's last
+                // mount: detached, it ends the connection once no one uses
+                // it.
                 let _ = umount2(&self.mountpoint, MntFlags::MNT_DETACH);
             }
-            // Without the alias, fuser's session unmounts on drop.
+            // Otherwise fuser's session unmounts on drop.
             drop(session);
+            // The rings end with the connection; not waited for here.
+            drop(self.rings.take());
         }
         self.remove_private();
     }
@@ -166,10 +194,18 @@ pub fn spawn<T: InodeTable>(
 ) -> io::Result<Mounted> {
     raise_descriptor_limit()?;
     fs.shares.set_threads(config.threads);
+    if config.io_uring && !fs.server_is_root {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "io_uring: the server mounts the device itself, which takes root",
+        ));
+    }
     if !(config.root_alias && fs.server_is_root) {
-        let session = fuser::spawn_mount(Server(fs), mountpoint, &config.fuser())?;
+        let (session, rings) = start(fs, mountpoint, config)?;
         return Ok(Mounted {
             session: Some(session),
+            rings,
+            own_mount: config.io_uring,
             mountpoint: mountpoint.to_owned(),
             private: None,
         });
@@ -179,8 +215,8 @@ pub fn spawn<T: InodeTable>(
     fs.root_alias.store(true, Ordering::Relaxed);
     // fuser's mount answers `INIT` before it returns: the alias's inode,
     // made after, has its ACL cached.
-    let session = match fuser::spawn_mount(Server(fs), &private, &config.fuser()) {
-        Ok(session) => session,
+    let (session, rings) = match start(fs, &private, config) {
+        Ok(started) => started,
         Err(e) => {
             let _ = std::fs::remove_dir(&private);
             return Err(e);
@@ -189,15 +225,83 @@ pub fn spawn<T: InodeTable>(
     if let Err(e) = root_alias::show(&private, mountpoint) {
         // Nothing mounted is left; the serving threads end with the
         // connection.
+        if config.io_uring {
+            let _ = umount2(&private, MntFlags::MNT_DETACH);
+        }
         drop(session);
+        drop(rings);
         let _ = std::fs::remove_dir(&private);
         return Err(e);
     }
     Ok(Mounted {
         session: Some(session),
+        rings,
+        own_mount: config.io_uring,
         mountpoint: mountpoint.to_owned(),
         private: Some(private),
     })
+}
+
+/// Mounts `fs` at `at` and starts serving it, `INIT` answered: by fuser's
+/// mount, or with [`MountConfig::io_uring`] by a mount of our own device
+/// (whose descriptor the rings need), served by fuser's threads and the
+/// rings the kernel took at `INIT`.
+fn start<T: InodeTable>(
+    fs: Arc<Passthrough<T>>,
+    at: &Path,
+    config: &MountConfig,
+) -> io::Result<(fuser::BackgroundSession, Option<Rings>)> {
+    if !config.io_uring {
+        return Ok((fuser::spawn_mount(Server(fs), at, &config.fuser())?, None));
+    }
+    let dev = nix::fcntl::open(
+        "/dev/fuse",
+        nix::fcntl::OFlag::O_RDWR | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )?;
+    let mut data = format!(
+        "fd={},rootmode=40000,user_id={},group_id={},default_permissions",
+        dev.as_raw_fd(),
+        nix::unistd::geteuid(),
+        nix::unistd::getegid(),
+    );
+    if config.allow_other {
+        data.push_str(",allow_other");
+    }
+    nix::mount::mount(
+        Some(config.fsname.as_str()),
+        at,
+        Some("fuse"),
+        nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+        Some(data.as_str()),
+    )?;
+    // Relaxed: set before `INIT`, which fuser answers on this thread.
+    fs.rings_asked.store(true, Ordering::Relaxed);
+    let dev = Arc::new(dev);
+    // Backings are registered on it, whichever transport an open takes.
+    let _ = fs.device.set(dev.clone());
+    let fuser_config = config.fuser();
+    let acl = fuser_config.acl;
+    let session = fuser::Session::from_fd(Server(fs.clone()), dev.try_clone()?, acl, fuser_config)
+        .inspect_err(|_| {
+            let _ = umount2(at, MntFlags::MNT_DETACH);
+        })?;
+    // Relaxed: stored while `INIT` was answered, on this thread.
+    let rings = if fs.rings_offered.load(Ordering::Relaxed) {
+        Rings::start(fs, &dev, config.threads.max(1))
+            .inspect_err(|e| eprintln!("lockref-fuse: no io_uring rings ({e}): /dev/fuse serves"))
+            .ok()
+    } else {
+        eprintln!("lockref-fuse: the kernel offers no FUSE over io_uring: /dev/fuse serves");
+        None
+    };
+    match session.spawn() {
+        Ok(session) => Ok((session, rings)),
+        Err(e) => {
+            let _ = umount2(at, MntFlags::MNT_DETACH);
+            Err(e)
+        }
+    }
 }
 
 /// Mounts `fs` at `mountpoint` as [`spawn`] does and serves it until it

@@ -4,6 +4,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use nix::unistd::UnlinkatFlags;
@@ -17,6 +18,7 @@ use fuser::{
 };
 
 use crate::attrs::SetAttr;
+use crate::backing::Backing;
 use crate::creds::Caller;
 use crate::fs::{Passthrough, Waiting, GENERATION};
 use crate::shares::Turn;
@@ -30,7 +32,7 @@ use crate::xattr::XattrReply;
 /// is no writeback cache. So a close costs no round trip; the host file is
 /// closed at the `RELEASE`. (A kernel without the flag still sends
 /// `FLUSH`, answered by a check of the handle.)
-const OPEN_FILE_FLAGS: FopenFlags = FopenFlags::FOPEN_NOFLUSH;
+pub(crate) const OPEN_FILE_FLAGS: FopenFlags = FopenFlags::FOPEN_NOFLUSH;
 
 /// The [`Filesystem`] fuser serves: a shared [`Passthrough`].
 pub struct Server<T: InodeTable>(pub Arc<Passthrough<T>>);
@@ -80,7 +82,7 @@ macro_rules! in_turn {
 
 /// Ends `turn`, then serves the requests waiting that the shares hand this
 /// thread, one after the other, before it goes back to the kernel's queue.
-fn serve_waiting<T: InodeTable>(fs: &Passthrough<T>, turn: Turn<'_, Waiting<T>>) {
+pub(crate) fn serve_waiting<T: InodeTable>(fs: &Passthrough<T>, turn: Turn<'_, Waiting<T>>) {
     let mut next = turn.next();
     while let Some((turn, request)) = next {
         request(fs);
@@ -90,7 +92,7 @@ fn serve_waiting<T: InodeTable>(fs: &Passthrough<T>, turn: Turn<'_, Waiting<T>>)
 
 /// A `LOOKUP` reply for a name that does not exist: node id 0 (fuser sends
 /// the attributes' `ino` as the node id), nothing else read.
-fn negative_entry() -> FileAttr {
+pub(crate) fn negative_entry() -> FileAttr {
     FileAttr {
         ino: INodeNo(0),
         size: 0,
@@ -152,6 +154,18 @@ impl<T: InodeTable> Filesystem for Server<T> {
                 .is_ok()
         {
             self.0.backings.enable();
+        }
+        // FUSE over io_uring (`uring/`), if asked for: replies (and so the
+        // rings' payload buffers) of at most `uring::MAX_WRITE`.
+        // Relaxed: set before the mount, whose INIT comes after.
+        if self.0.rings_asked.load(Ordering::Relaxed)
+            && config.set_max_write(crate::uring::MAX_WRITE).is_ok()
+            && config
+                .add_capabilities(fuser::InitFlags::FUSE_OVER_IO_URING)
+                .is_ok()
+        {
+            // Relaxed: read by the mount after INIT's reply, on this thread.
+            self.0.rings_offered.store(true, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -325,9 +339,21 @@ impl<T: InodeTable> Filesystem for Server<T> {
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         in_turn!(self, req, [], |fs, caller| {
-            let r = fs.do_open(caller, ino, flags, |fd| reply.open_backing(fd));
-            reply_with!(reply, r, |(fh, backing)| match backing {
-                Some(backing) => reply.opened_passthrough(fh, OPEN_FILE_FLAGS, &backing),
+            let r = fs.do_open(caller, ino, flags, |fd| match fs.device.get() {
+                Some(device) => Backing::register(device, fd),
+                None => reply.open_backing(fd).map(Backing::Fuser),
+            });
+            reply_with!(reply, r, |(fh, backing)| match backing.as_deref() {
+                Some(Backing::Fuser(id)) => reply.opened_passthrough(fh, OPEN_FILE_FLAGS, id),
+                Some(Backing::Device { id, .. }) => {
+                    // SAFETY: `id` is open on this connection (its
+                    // `Backing` outlives the reply) and the wrapper is
+                    // given back by `into_raw`, never dropped: fuser does
+                    // not close it.
+                    let wrapped = unsafe { reply.wrap_backing(*id) };
+                    reply.opened_passthrough(fh, OPEN_FILE_FLAGS, &wrapped);
+                    let _ = wrapped.into_raw();
+                }
                 None => reply.opened(fh, OPEN_FILE_FLAGS),
             });
         });
@@ -527,18 +553,23 @@ impl<T: InodeTable> Filesystem for Server<T> {
     ) {
         in_turn!(self, req, [name], |fs, caller| {
             let r = fs.do_create(caller, parent, name, mode, umask, flags, |fd| {
-                reply.open_backing(fd)
+                match fs.device.get() {
+                    Some(device) => Backing::register(device, fd),
+                    None => reply.open_backing(fd).map(Backing::Fuser),
+                }
             });
-            reply_with!(reply, r, |(a, fh, backing)| match backing {
-                Some(backing) => reply.created_passthrough(
-                    &fs.ttl,
-                    &a,
-                    GENERATION,
-                    fh,
-                    OPEN_FILE_FLAGS,
-                    &backing
-                ),
-                None => reply.created(&fs.ttl, &a, GENERATION, fh, OPEN_FILE_FLAGS),
+            let ttl = &fs.ttl;
+            reply_with!(reply, r, |(a, fh, backing)| match backing.as_deref() {
+                Some(Backing::Fuser(id)) => {
+                    reply.created_passthrough(ttl, &a, GENERATION, fh, OPEN_FILE_FLAGS, id);
+                }
+                Some(Backing::Device { id, .. }) => {
+                    // SAFETY: as in `open`.
+                    let wrapped = unsafe { reply.wrap_backing(*id) };
+                    reply.created_passthrough(ttl, &a, GENERATION, fh, OPEN_FILE_FLAGS, &wrapped);
+                    let _ = wrapped.into_raw();
+                }
+                None => reply.created(ttl, &a, GENERATION, fh, OPEN_FILE_FLAGS),
             });
         });
     }

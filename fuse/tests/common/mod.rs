@@ -60,6 +60,13 @@ macro_rules! on_both_tables {
     )+};
 }
 
+/// Whether the tests mount with FUSE over io_uring
+/// (`LOCKREF_FUSE_TEST_IO_URING=1`, which `.ci/run` sets for a second run
+/// of every mount test, with the fuse module's `enable_uring` on).
+pub fn through_rings() -> bool {
+    std::env::var_os("LOCKREF_FUSE_TEST_IO_URING").is_some_and(|v| v == "1")
+}
+
 /// Open descriptors of this process.
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
@@ -128,6 +135,7 @@ impl<T: InodeTable> Mount<T> {
             threads,
             allow_other: true,
             root_alias,
+            io_uring: through_rings(),
         };
         let session = lockref_fuse::mount::spawn(fs.clone(), &mountpoint, &config).unwrap();
         Mount {
@@ -137,6 +145,11 @@ impl<T: InodeTable> Mount<T> {
             mnt: mountpoint,
             _dirs: (src, mnt),
         }
+    }
+
+    /// Requests answered through the io_uring rings so far.
+    pub fn ring_requests(&self) -> u64 {
+        self.session.as_ref().map_or(0, |s| s.ring_requests())
     }
 
     /// A path inside the mount.
@@ -166,6 +179,13 @@ impl<T: InodeTable> Mount<T> {
 
     /// Unmounts and waits for the server threads.
     pub fn unmount(mut self) -> Arc<Passthrough<T>> {
+        if through_rings() {
+            assert!(
+                self.ring_requests() > 0,
+                "mounted for io_uring, but no request came through a ring \
+                 (is the fuse module's enable_uring on?)"
+            );
+        }
         if let Some(s) = self.session.take() {
             s.umount_and_join().unwrap();
         }
