@@ -20,6 +20,9 @@
 #                          itself at the mount point: its ACL read on every
 #                          path walk through it by a non-owner)
 #     lockref-fuse-tN      the same with N serving threads (--threads N)
+#     lockref-fuse-uring   the same over FUSE-over-io_uring (--io-uring;
+#                          Linux 6.14+ with the fuse module's enable_uring
+#                          set)
 #     passthrough_hp       libfuse's example/passthrough_hp (4 threads, its
 #                          fixed 86400 s timeouts, kernel passthrough on)
 #     passthrough_hp_nopt  the same with --nopassthrough
@@ -67,9 +70,9 @@ servers=("$@")
 # Refused before the tree is made, not at the first mount.
 for s in "${servers[@]}"; do
     case ${s%%[@=]*} in
-        passthrough_hp_uring)
+        passthrough_hp_uring | lockref-fuse-uring)
             [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ] || {
-                echo "passthrough_hp_uring: FUSE-over-io_uring is off (as root:" \
+                echo "${s%%[@=]*}: FUSE-over-io_uring is off (as root:" \
                     "echo Y > /sys/module/fuse/parameters/enable_uring)" >&2
                 exit 1
             } ;;
@@ -111,6 +114,7 @@ mount_server() { # KIND BINARY
         lockref-fuse-nopt) "$2" --allow-other --threads 4 --no-passthrough "$src" "$mnt" & ;;
         lockref-fuse-noalias) "$2" --allow-other --threads 4 --no-root-alias "$src" "$mnt" & ;;
         lockref-fuse-t[1-9]*) "$2" --allow-other --threads "${1#lockref-fuse-t}" "$src" "$mnt" & ;;
+        lockref-fuse-uring) "$2" --allow-other --threads 4 --io-uring "$src" "$mnt" & ;;
         passthrough_hp) "$2" --foreground --num-threads 4 -o allow_other "$src" "$mnt" & ;;
         passthrough_hp_nopt) "$2" --foreground --nopassthrough --num-threads 4 -o allow_other "$src" "$mnt" & ;;
         passthrough_hp_uring) "$2" --foreground --num-threads 4 -o allow_other,io_uring "$src" "$mnt" & ;;

@@ -17,7 +17,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use lockref_fuse::{InodeTable, Passthrough};
+use lockref_fuse::InodeTable;
 
 mod common;
 use common::compare::*;
@@ -550,16 +550,7 @@ fn one_users_stalled_requests_leave_the_others_served<T: InodeTable>() {
             fs::write(m.host(&format!("a{i}")), "slow").unwrap();
         }
         fs::write(m.host("b"), "served").unwrap();
-        m.fs.hold_lookups_of(1000);
-        // Released on every way out, so that a failed check never leaves
-        // the serving threads held (the unmount waits for them).
-        struct ReleaseHeld<'a, T: InodeTable>(&'a Passthrough<T>);
-        impl<T: InodeTable> Drop for ReleaseHeld<'_, T> {
-            fn drop(&mut self) {
-                self.0.release_held();
-            }
-        }
-        let _release = ReleaseHeld(&m.fs);
+        let _release = hold_lookups_of(&m.fs, 1000);
         let stats: Vec<_> = (0..STALLED)
             .map(|i| {
                 as_user(1000, "stat")

@@ -21,6 +21,7 @@
 //! before 6.14) or refuses the entries, no ring is used and fuser serves
 //! every request, as without `--io-uring`.
 
+mod crew;
 mod dispatch;
 mod queue;
 mod wire;

@@ -40,6 +40,7 @@ use std::time::Duration;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 
+use super::crew::Crew;
 use super::dispatch::{answer, caller};
 use super::wire::{command, Request, CMD_COMMIT_AND_FETCH, CMD_REGISTER, HEADER_LEN};
 use crate::fs::{Passthrough, Waiting};
@@ -108,15 +109,6 @@ impl Drop for Entry {
     }
 }
 
-/// A queue's threads on standby (`stand_by`).
-#[derive(Default)]
-struct Standby {
-    /// Threads waiting.
-    waiting: usize,
-    /// Calls back by the watchdog, each for one of them.
-    calls: usize,
-}
-
 /// The `user_data` of the wake eventfd's poll (an entry's is its queue and
 /// index, `user_data`).
 const WAKE: u64 = u64::MAX;
@@ -128,16 +120,11 @@ struct Queue {
     submissions: Mutex<()>,
     /// Written to make the reaper submit what others pushed.
     wake: EventFd,
-    /// Threads on standby, and calls back not yet taken.
-    standby: Mutex<Standby>,
-    called: Condvar,
+    /// Who serves the queue.
+    crew: Crew,
     /// Held by the thread waiting for and taking a completion.
     reaping: Mutex<()>,
     entries: Box<[Entry]>,
-    /// Threads holding or waiting for `reaping`.
-    reapers: AtomicUsize,
-    /// Threads serving this queue.
-    threads: AtomicUsize,
     /// Entries not ended (with the kernel, or being answered).
     live: AtomicUsize,
     /// Requests answered.
@@ -208,12 +195,9 @@ impl<T: InodeTable> Shared<T> {
                     ring,
                     submissions: Mutex::new(()),
                     wake: EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)?,
-                    standby: Mutex::new(Standby::default()),
-                    called: Condvar::new(),
+                    crew: Crew::default(),
                     reaping: Mutex::new(()),
                     entries: (0..depth).map(|_| Entry::new(payload_len)).collect(),
-                    reapers: AtomicUsize::new(0),
-                    threads: AtomicUsize::new(0),
                     live: AtomicUsize::new(0),
                     answered: AtomicU64::new(0),
                 })
@@ -318,17 +302,7 @@ pub(crate) fn start<T: InodeTable>(shared: &Arc<Shared<T>>) -> io::Result<()> {
 /// if there is one, else a new one.
 fn add_server<T: InodeTable>(shared: &Arc<Shared<T>>, qid: u16) -> io::Result<()> {
     let queue = &shared.queues[usize::from(qid)];
-    {
-        let mut standby = lock(&queue.standby);
-        if standby.waiting > standby.calls {
-            // Counted as a reaper here, as a new one is.
-            queue.reapers.fetch_add(1, Ordering::Relaxed);
-            standby.calls += 1;
-            queue.called.notify_all();
-            return Ok(());
-        }
-    }
-    if queue.threads.load(Ordering::Relaxed) >= shared.max_threads {
+    if queue.crew.call() || queue.crew.threads() >= shared.max_threads {
         return Ok(());
     }
     spawn_server(shared, qid, false)
@@ -341,18 +315,14 @@ fn spawn_server<T: InodeTable>(
     register: bool,
 ) -> io::Result<()> {
     let queue = &shared.queues[usize::from(qid)];
-    // Relaxed: counts for the watchdog and the leaving rule, which
-    // tolerate a stale value (a thread more or less for a tick).
-    queue.threads.fetch_add(1, Ordering::Relaxed);
-    queue.reapers.fetch_add(1, Ordering::Relaxed);
+    queue.crew.join();
     *lock(&shared.running) += 1;
     let serving = shared.clone();
     let spawned = std::thread::Builder::new()
         .name(format!("lockref-fuse-ring-{qid}"))
         .spawn(move || serve_queue(&serving, qid, register));
     if let Err(e) = spawned {
-        queue.threads.fetch_sub(1, Ordering::Relaxed);
-        queue.reapers.fetch_sub(1, Ordering::Relaxed);
+        queue.crew.leave(true);
         shared.ended();
         return Err(e);
     }
@@ -407,7 +377,7 @@ fn serve_queue<T: InodeTable>(shared: &Arc<Shared<T>>, qid: u16, register_entrie
         register(shared, qid);
     }
     loop {
-        // This thread is counted in `reapers` here.
+        // This thread is counted a reaper here.
         let reaping = match queue.reaping.try_lock() {
             Ok(guard) => guard,
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
@@ -420,7 +390,7 @@ fn serve_queue<T: InodeTable>(shared: &Arc<Shared<T>>, qid: u16, register_entrie
         };
         let reaped = reap(shared, qid);
         drop(reaping);
-        queue.reapers.fetch_sub(1, Ordering::Relaxed);
+        queue.crew.took();
         let Some((ud, result)) = reaped else {
             break;
         };
@@ -431,7 +401,7 @@ fn serve_queue<T: InodeTable>(shared: &Arc<Shared<T>>, qid: u16, register_entrie
             // ours to commit again.
             if queue.live.fetch_sub(1, Ordering::Relaxed) == 1 {
                 // The last: the threads on standby end too.
-                queue.called.notify_all();
+                queue.crew.wake_all();
             }
             if result != -libc::ENOTCONN {
                 eprintln!(
@@ -442,43 +412,19 @@ fn serve_queue<T: InodeTable>(shared: &Arc<Shared<T>>, qid: u16, register_entrie
         } else {
             serve(shared, qid, index);
         }
-        if queue.reapers.load(Ordering::Relaxed) == 0 {
-            queue.reapers.fetch_add(1, Ordering::Relaxed);
-        } else if !stand_by(queue) {
-            // (Called back, it was counted a reaper by `add_server`.)
+        if queue.crew.reap_again() {
+            continue;
+        }
+        // Another thread reaps: it submits what this one pushed (woken
+        // for it); this one waits on standby.
+        let _ = queue.wake.write(1);
+        let ended = || queue.live.load(Ordering::Relaxed) == 0;
+        if !queue.crew.stand_by(ended, STALL_TICK * 10) {
             break;
         }
     }
-    queue.threads.fetch_sub(1, Ordering::Relaxed);
+    queue.crew.leave(false);
     shared.ended();
-}
-
-/// Puts this thread on standby, another being left to reap (it submits
-/// what this one pushed: woken for it), until the watchdog calls it
-/// (`true`) or the connection ends (`false`).
-fn stand_by(queue: &Queue) -> bool {
-    let _ = queue.wake.write(1);
-    let mut standby = lock(&queue.standby);
-    standby.waiting += 1;
-    loop {
-        if standby.calls > 0 {
-            standby.calls -= 1;
-            standby.waiting -= 1;
-            return true;
-        }
-        // Relaxed: the last entry's end notifies after its decrement; a
-        // notification missed between this load and the wait is made up
-        // by the wait's bound.
-        if queue.live.load(Ordering::Relaxed) == 0 {
-            standby.waiting -= 1;
-            return false;
-        }
-        standby = queue
-            .called
-            .wait_timeout(standby, STALL_TICK * 10)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
-    }
 }
 
 /// Waits for and takes one request of queue `qid` (an entry's
@@ -513,7 +459,7 @@ fn reap<T: InodeTable>(shared: &Shared<T>, qid: u16) -> Option<(u64, i32)> {
                 // Commands may still be with the kernel: their buffers
                 // must outlive them, so nothing of the rings is freed.
                 queue.live.store(0, Ordering::Relaxed);
-                queue.called.notify_all();
+                queue.crew.wake_all();
                 return None;
             }
         }
@@ -541,7 +487,7 @@ fn watch<T: InodeTable>(shared: &Arc<Shared<T>>) {
         for (qid, queue) in shared.queues.iter().enumerate() {
             let answered = queue.answered.load(Ordering::Relaxed);
             let stalled = queue.live.load(Ordering::Relaxed) > 0
-                && queue.reapers.load(Ordering::Relaxed) == 0
+                && queue.crew.reapers() == 0
                 && answered == last[qid];
             last[qid] = answered;
             if stalled {

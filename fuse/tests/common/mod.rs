@@ -119,6 +119,17 @@ impl<T: InodeTable> Mount<T> {
         root_alias: bool,
         make: impl FnOnce(&Path) -> Passthrough<T>,
     ) -> Self {
+        Self::made_with(threads, root_alias, through_rings(), make)
+    }
+
+    /// [`Mount::made_config`], served over io_uring or not
+    /// (`MountConfig::io_uring`).
+    pub fn made_with(
+        threads: usize,
+        root_alias: bool,
+        io_uring: bool,
+        make: impl FnOnce(&Path) -> Passthrough<T>,
+    ) -> Self {
         let src = tempfile::tempdir().unwrap();
         let mnt = tempfile::tempdir().unwrap();
         let (source, mountpoint) = (src.path().join("share"), mnt.path().join("mnt"));
@@ -135,7 +146,7 @@ impl<T: InodeTable> Mount<T> {
             threads,
             allow_other: true,
             root_alias,
-            io_uring: through_rings(),
+            io_uring,
         };
         let session = lockref_fuse::mount::spawn(fs.clone(), &mountpoint, &config).unwrap();
         Mount {
@@ -201,6 +212,24 @@ impl<T: InodeTable> Drop for Mount<T> {
                 let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
             }
         }
+    }
+}
+
+/// Holds `uid`'s lookups in the server (`Passthrough::hold_lookups_of`)
+/// until the guard is dropped: released on every way out, so that a failed
+/// check never leaves the serving threads held (the unmount waits for
+/// them).
+pub fn hold_lookups_of<T: InodeTable>(fs: &Passthrough<T>, uid: u32) -> ReleaseHeld<'_, T> {
+    fs.hold_lookups_of(uid);
+    ReleaseHeld(fs)
+}
+
+/// Releases the held lookups when dropped ([`hold_lookups_of`]).
+pub struct ReleaseHeld<'a, T: InodeTable>(&'a Passthrough<T>);
+
+impl<T: InodeTable> Drop for ReleaseHeld<'_, T> {
+    fn drop(&mut self) {
+        self.0.release_held();
     }
 }
 
