@@ -153,6 +153,13 @@ impl Mounted {
         self.rings.as_ref().map_or(0, Rings::served)
     }
 
+    /// The io_uring entries registered with the kernel (or being
+    /// answered), and the entries made: equal while every registration went
+    /// through ((0, 0) without rings).
+    pub fn ring_entries(&self) -> (usize, usize) {
+        self.rings.as_ref().map_or((0, 0), Rings::entries)
+    }
+
     fn remove_private(&mut self) {
         if let Some(private) = self.private.take() {
             let _ = std::fs::remove_dir(private);

@@ -77,6 +77,9 @@ fn every_lookup_comes_through_a_ring<T: InodeTable>() {
         50,
         "none again: negative entries"
     );
+    let (registered, made) = m.ring_entries();
+    assert!(made > 0);
+    assert_eq!(registered, made, "every entry's registration went through");
     m.unmount();
 }
 

@@ -44,6 +44,8 @@ pub(crate) const MAX_WRITE: u32 = 1 << 20;
 pub(crate) struct Rings {
     /// Waits for the ring threads.
     join: Box<dyn FnOnce() + Send + Sync>,
+    /// The entries registered and made ([`Rings::entries`]).
+    entries: Box<dyn Fn() -> (usize, usize) + Send + Sync>,
     served: Arc<AtomicU64>,
 }
 
@@ -77,8 +79,10 @@ impl Rings {
             served.clone(),
         )?);
         queue::start(&shared)?;
+        let counted = shared.clone();
         Ok(Rings {
             join: Box::new(move || shared.join()),
+            entries: Box::new(move || counted.entries()),
             served,
         })
     }
@@ -87,6 +91,12 @@ impl Rings {
     pub(crate) fn served(&self) -> u64 {
         // Relaxed: a counter for tests and reports.
         self.served.load(Ordering::Relaxed)
+    }
+
+    /// The entries with the kernel or being answered, and the entries
+    /// made: equal once every entry's registration went through.
+    pub(crate) fn entries(&self) -> (usize, usize) {
+        (self.entries)()
     }
 
     /// Waits for the ring threads, which end with the connection.

@@ -188,8 +188,10 @@ impl<T: InodeTable> Shared<T> {
         let depth = depth(threads);
         let queues = (0..queues)
             .map(|_| {
+                // Room for every entry's command and the wake's poll at
+                // once (the registration pushes them all before it enters).
                 let ring = IoUring::<squeue::Entry128, cqueue::Entry>::builder()
-                    .build(u32::try_from(depth).expect("a small depth"))?;
+                    .build(u32::try_from(depth * 2).expect("a small depth"))?;
                 ring.submitter().register_files(&[dev.as_raw_fd()])?;
                 Ok(Queue {
                     ring,
@@ -215,6 +217,18 @@ impl<T: InodeTable> Shared<T> {
 
     pub(crate) fn queues(&self) -> usize {
         self.queues.len()
+    }
+
+    /// The entries with the kernel or being answered, and the entries
+    /// made, over every queue.
+    pub(crate) fn entries(&self) -> (usize, usize) {
+        self.queues.iter().fold((0, 0), |(live, made), q| {
+            // Relaxed: a count for tests and reports.
+            (
+                live + q.live.load(Ordering::Relaxed),
+                made + q.entries.len(),
+            )
+        })
     }
 
     /// Pushes `sqe` to queue `qid`'s ring, and wakes the queue's reaper to

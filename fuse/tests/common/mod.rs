@@ -163,6 +163,11 @@ impl<T: InodeTable> Mount<T> {
         self.session.as_ref().map_or(0, |s| s.ring_requests())
     }
 
+    /// The io_uring entries registered and made.
+    pub fn ring_entries(&self) -> (usize, usize) {
+        self.session.as_ref().map_or((0, 0), |s| s.ring_entries())
+    }
+
     /// A path inside the mount.
     pub fn at(&self, rel: &str) -> PathBuf {
         self.mnt.join(rel)
