@@ -21,7 +21,6 @@ use std::sync::{
     atomic::{AtomicUsize, Ordering},
     Condvar, Mutex, MutexGuard,
 };
-use std::time::Duration;
 
 /// A queue's threads on standby.
 #[derive(Default)]
@@ -81,9 +80,9 @@ impl Crew {
     }
 
     /// Waits on standby until called back (`true`: counted as a reaper by
-    /// the call) or `ended()` (`false`), checked at least every `bound`
-    /// and at each [`Crew::wake_all`].
-    pub(crate) fn stand_by(&self, ended: impl Fn() -> bool, bound: Duration) -> bool {
+    /// the call) or `ended()` (`false`), checked first and at each
+    /// [`Crew::wake_all`] (made after what `ended` reads changed).
+    pub(crate) fn stand_by(&self, ended: impl Fn() -> bool) -> bool {
         let mut standby = lock(&self.standby);
         standby.waiting += 1;
         loop {
@@ -96,11 +95,7 @@ impl Crew {
                 standby.waiting -= 1;
                 return false;
             }
-            standby = self
-                .called
-                .wait_timeout(standby, bound)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            standby = self.called.wait(standby).unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -167,9 +162,7 @@ mod loom_models {
             let ended = Arc::new(AtomicBool::new(false));
             let standing = {
                 let (crew, ended) = (crew.clone(), ended.clone());
-                thread::spawn(move || {
-                    crew.stand_by(|| ended.load(Ordering::Relaxed), Duration::from_secs(1))
-                })
+                thread::spawn(move || crew.stand_by(|| ended.load(Ordering::Relaxed)))
             };
             let answering = {
                 let crew = crew.clone();

@@ -48,8 +48,14 @@ use crate::server::serve_waiting;
 use crate::table::InodeTable;
 
 /// How long a queue's threads may all be answering with none done before
-/// the watchdog adds one.
+/// the watchdog adds one, while the rings are busy.
 const STALL_TICK: Duration = Duration::from_millis(10);
+/// The watchdog's tick once the rings have been idle for [`IDLE_TICKS`]
+/// ticks (no request answered, every queue with a reaper): an idle server
+/// wakes twice a second, not a hundred times; a request held from idle is
+/// helped within this.
+const IDLE_TICK: Duration = Duration::from_millis(500);
+const IDLE_TICKS: u32 = 10;
 
 /// Entries per queue for a share of `threads` serving threads: one user
 /// may hold its whole share on one queue (each request an entry until it
@@ -432,8 +438,10 @@ fn serve_queue<T: InodeTable>(shared: &Arc<Shared<T>>, qid: u16, register_entrie
         // Another thread reaps: it submits what this one pushed (woken
         // for it); this one waits on standby.
         let _ = queue.wake.write(1);
+        // Relaxed: the last decrement is followed by `wake_all`, whose
+        // lock orders it before this load.
         let ended = || queue.live.load(Ordering::Relaxed) == 0;
-        if !queue.crew.stand_by(ended, STALL_TICK * 10) {
+        if !queue.crew.stand_by(ended) {
             break;
         }
     }
@@ -480,15 +488,21 @@ fn reap<T: InodeTable>(shared: &Shared<T>, qid: u16) -> Option<(u64, i32)> {
     }
 }
 
-/// The watchdog: every [`STALL_TICK`], adds a thread to each queue whose
-/// threads are all answering, none done since the last tick; ends with
-/// the rings.
+/// The watchdog: every [`STALL_TICK`] (every [`IDLE_TICK`] once idle),
+/// adds a thread to each queue whose threads are all answering, none done
+/// since the last tick; ends with the rings.
 fn watch<T: InodeTable>(shared: &Arc<Shared<T>>) {
     let mut last: Vec<u64> = vec![u64::MAX; shared.queues()];
+    let mut idle_ticks = 0;
     loop {
+        let tick = if idle_ticks >= IDLE_TICKS {
+            IDLE_TICK
+        } else {
+            STALL_TICK
+        };
         {
             let running = lock(&shared.running);
-            let _ = shared.ended.wait_timeout(running, STALL_TICK);
+            let _ = shared.ended.wait_timeout(running, tick);
         }
         // Relaxed: a stale count costs a tick.
         if shared
@@ -498,11 +512,13 @@ fn watch<T: InodeTable>(shared: &Arc<Shared<T>>) {
         {
             break;
         }
+        let mut busy = false;
         for (qid, queue) in shared.queues.iter().enumerate() {
             let answered = queue.answered.load(Ordering::Relaxed);
-            let stalled = queue.live.load(Ordering::Relaxed) > 0
-                && queue.crew.reapers() == 0
-                && answered == last[qid];
+            let unreaped = queue.crew.reapers() == 0;
+            let stalled =
+                queue.live.load(Ordering::Relaxed) > 0 && unreaped && answered == last[qid];
+            busy |= unreaped || answered != last[qid];
             last[qid] = answered;
             if stalled {
                 let qid = u16::try_from(qid).expect("fewer than 65,536 CPUs");
@@ -511,6 +527,7 @@ fn watch<T: InodeTable>(shared: &Arc<Shared<T>>) {
                 }
             }
         }
+        idle_ticks = if busy { 0 } else { idle_ticks + 1 };
     }
     shared.ended();
 }
