@@ -56,6 +56,53 @@ pub fn stat_fd(fd: BorrowedFd<'_>) -> Result<FileStat, Errno> {
     .map_err(errno)
 }
 
+/// `fd`'s attributes, as [`stat_fd`] gives them, and its birth, as
+/// [`birth_of`] gives it, in one `statx` (a `LOOKUP`'s two system calls
+/// made one: a cold `git status` makes 4,000 fewer).
+///
+/// # Errors
+///
+/// The host's, as [`stat_fd`]'s.
+pub fn stat_and_birth(fd: BorrowedFd<'_>) -> Result<(FileStat, u64), Errno> {
+    use rustix::fs::{statx, AtFlags, StatxFlags};
+    let wanted = StatxFlags::BASIC_STATS | StatxFlags::BTIME;
+    let flags = AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW;
+    let x = match statx(fd, c"", flags, wanted) {
+        Ok(x) if x.stx_mask & StatxFlags::BASIC_STATS.bits() == StatxFlags::BASIC_STATS.bits() => x,
+        // A kernel without `statx`, or a filesystem that leaves out some
+        // of the basic attributes: the two calls.
+        _ => return Ok((stat_fd(fd)?, birth_of(fd))),
+    };
+    // SAFETY: `stat` is a C struct of integers (and padding): all zero is
+    // a valid value of it; every field `fstatat` fills is set below.
+    let mut st: FileStat = unsafe { std::mem::zeroed() };
+    st.st_dev = libc::makedev(x.stx_dev_major, x.stx_dev_minor);
+    st.st_ino = x.stx_ino;
+    // The `as` casts: `stat`'s field types vary by architecture (`nlink_t`,
+    // `blksize_t`); the kernel's own `cp_new_stat` narrows the same way.
+    st.st_nlink = x.stx_nlink as _;
+    st.st_mode = libc::mode_t::from(x.stx_mode);
+    st.st_uid = x.stx_uid;
+    st.st_gid = x.stx_gid;
+    st.st_rdev = libc::makedev(x.stx_rdev_major, x.stx_rdev_minor);
+    st.st_size = x.stx_size as _;
+    st.st_blksize = x.stx_blksize as _;
+    st.st_blocks = x.stx_blocks as _;
+    st.st_atime = x.stx_atime.tv_sec;
+    st.st_atime_nsec = i64::from(x.stx_atime.tv_nsec);
+    st.st_mtime = x.stx_mtime.tv_sec;
+    st.st_mtime_nsec = i64::from(x.stx_mtime.tv_nsec);
+    st.st_ctime = x.stx_ctime.tv_sec;
+    st.st_ctime_nsec = i64::from(x.stx_ctime.tv_nsec);
+    let birth = if x.stx_mask & StatxFlags::BTIME.bits() != 0 {
+        let secs = u64::try_from(x.stx_btime.tv_sec).unwrap_or(0);
+        secs.saturating_mul(1_000_000_000) + u64::from(x.stx_btime.tv_nsec)
+    } else {
+        0
+    };
+    Ok((st, birth))
+}
+
 /// The host inode a stat describes, born at `birth` ([`birth_of`]).
 pub fn key_of(st: &FileStat, birth: u64) -> Key {
     Key {
@@ -206,7 +253,48 @@ mod tests {
     use super::*;
     use nix::fcntl::OFlag;
     use nix::sys::stat::Mode;
+    use std::os::fd::AsFd;
+    use std::path::Path;
     use std::time::Duration;
+
+    /// One `statx` gives what `fstatat` and the birth's `statx` gave, for
+    /// every kind of inode an `O_PATH` descriptor names.
+    #[test]
+    fn one_statx_gives_the_stat_and_the_birth() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("file"), "some bytes").unwrap();
+        std::os::unix::fs::symlink("file", root.join("link")).unwrap();
+        std::fs::create_dir(root.join("dir")).unwrap();
+        nix::unistd::mkfifo(&root.join("fifo"), Mode::from_bits_truncate(0o640)).unwrap();
+        let paths = ["file", "link", "dir", "fifo"].map(|n| root.join(n));
+        for path in paths
+            .iter()
+            .map(|p| p.as_path())
+            .chain([Path::new("/dev/null")])
+        {
+            let fd = nix::fcntl::open(
+                path,
+                OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+            .unwrap();
+            let (st, birth) = stat_and_birth(fd.as_fd()).unwrap();
+            let old = stat_fd(fd.as_fd()).unwrap();
+            let fields = |s: &FileStat| {
+                (
+                    (
+                        s.st_dev, s.st_ino, s.st_nlink, s.st_mode, s.st_uid, s.st_gid,
+                    ),
+                    (s.st_rdev, s.st_size, s.st_blksize, s.st_blocks),
+                    (s.st_atime, s.st_atime_nsec, s.st_mtime, s.st_mtime_nsec),
+                    (s.st_ctime, s.st_ctime_nsec),
+                )
+            };
+            assert_eq!(fields(&st), fields(&old), "{}", path.display());
+            assert_eq!(birth, birth_of(fd.as_fd()), "{}", path.display());
+        }
+    }
 
     /// A FIFO made at the name between `LOOKUP` and `CREATE` is refused at
     /// once, never opened: before, the server's `open(O_CREAT)` of it

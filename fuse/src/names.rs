@@ -13,7 +13,7 @@ use nix::sys::stat::{Mode, SFlag};
 
 use crate::creds::Caller;
 use crate::fs::Passthrough;
-use crate::host::{self, check_name, errno, stat_fd};
+use crate::host::{self, check_name, errno};
 use crate::live::Live;
 use crate::root_alias::{ROOT_ALIAS_ID, ROOT_ALIAS_NAME};
 use crate::table::{InodeTable, ROOT_ID};
@@ -35,13 +35,11 @@ impl<T: InodeTable> Passthrough<T> {
             Mode::empty(),
         )
         .map_err(errno)?;
-        let st = stat_fd(fd.as_fd())?;
+        let (st, birth) = host::stat_and_birth(fd.as_fd())?;
         let mut fresh = None;
         let id = self
             .table
-            .lookup(host::key_of(&st, host::birth_of(fd.as_fd())), || {
-                self.host_inode(fd, &mut fresh)
-            });
+            .lookup(host::key_of(&st, birth), || self.host_inode(fd, &mut fresh));
         if let Some(slot) = fresh {
             self.descriptors.register(&slot);
         }
