@@ -172,7 +172,7 @@ fn without_rings_dev_fuse_serves<T: InodeTable>() {
     // The mount's INIT decided: still no ring.
     assert_eq!(fs::read(m.at("f")).unwrap(), b"served");
     assert_eq!(m.ring_requests(), 0);
-    m.unmount();
+    m.unmount_served_by_dev_fuse();
 }
 
 macro_rules! on_both_tables_with_rings {

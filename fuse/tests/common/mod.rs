@@ -84,6 +84,9 @@ pub struct Mount<T: InodeTable> {
     session: Option<lockref_fuse::mount::Mounted>,
     pub source: PathBuf,
     pub mnt: PathBuf,
+    /// Whether [`Mount::unmount`] insists that a ring served a request
+    /// (the run through rings, `LOCKREF_FUSE_TEST_IO_URING=1`).
+    rings_expected: bool,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
@@ -154,6 +157,7 @@ impl<T: InodeTable> Mount<T> {
             session: Some(session),
             source,
             mnt: mountpoint,
+            rings_expected: through_rings(),
             _dirs: (src, mnt),
         }
     }
@@ -193,9 +197,18 @@ impl<T: InodeTable> Mount<T> {
         false
     }
 
+    /// Unmounts a mount that a test made sure `/dev/fuse` served (the
+    /// kernel offered no rings), so no ring request is asked of it even in
+    /// the run through rings.
+    pub fn unmount_served_by_dev_fuse(mut self) -> Arc<Passthrough<T>> {
+        assert_eq!(self.ring_requests(), 0, "served by /dev/fuse alone");
+        self.rings_expected = false;
+        self.unmount()
+    }
+
     /// Unmounts and waits for the server threads.
     pub fn unmount(mut self) -> Arc<Passthrough<T>> {
-        if through_rings() {
+        if self.rings_expected {
             assert!(
                 self.ring_requests() > 0,
                 "mounted for io_uring, but no request came through a ring \
