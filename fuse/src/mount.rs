@@ -107,6 +107,8 @@ pub struct Mounted {
     /// Where the server was mounted before it was shown through the root's
     /// alias: an empty directory, removed once the session ends.
     private: Option<PathBuf>,
+    /// fuser's threads: the serving threads and the one more that reads.
+    fuser_threads: usize,
 }
 
 impl Mounted {
@@ -158,6 +160,14 @@ impl Mounted {
     /// through ((0, 0) without rings).
     pub fn ring_entries(&self) -> (usize, usize) {
         self.rings.as_ref().map_or((0, 0), Rings::entries)
+    }
+
+    /// The most threads that may ever serve this mount's requests: fuser's
+    /// and, with rings, every queue's at their most. Each keeps the last
+    /// caller's identity (`creds.rs`), so this bounds the switches back
+    /// that callers left behind.
+    pub fn most_serving_threads(&self) -> usize {
+        self.fuser_threads + self.rings.as_ref().map_or(0, Rings::most_threads)
     }
 
     fn remove_private(&mut self) {
@@ -215,6 +225,7 @@ pub fn spawn<T: InodeTable>(
             own_mount: config.io_uring,
             mountpoint: mountpoint.to_owned(),
             private: None,
+            fuser_threads: config.threads.max(1) + 1,
         });
     }
     let private = root_alias::private_mountpoint()?;
@@ -246,6 +257,7 @@ pub fn spawn<T: InodeTable>(
         own_mount: config.io_uring,
         mountpoint: mountpoint.to_owned(),
         private: Some(private),
+        fuser_threads: config.threads.max(1) + 1,
     })
 }
 

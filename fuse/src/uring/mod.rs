@@ -47,6 +47,8 @@ pub(crate) struct Rings {
     /// The entries registered and made ([`Rings::entries`]).
     entries: Box<dyn Fn() -> (usize, usize) + Send + Sync>,
     served: Arc<AtomicU64>,
+    /// Every queue's threads at their most.
+    most_threads: usize,
 }
 
 impl Rings {
@@ -79,12 +81,20 @@ impl Rings {
             served.clone(),
         )?);
         queue::start(&shared)?;
+        let most_threads = shared.most_threads();
         let counted = shared.clone();
         Ok(Rings {
             join: Box::new(move || shared.join()),
             entries: Box::new(move || counted.entries()),
             served,
+            most_threads,
         })
+    }
+
+    /// The most threads the rings ever serve on: every queue's at their
+    /// most.
+    pub(crate) fn most_threads(&self) -> usize {
+        self.most_threads
     }
 
     /// Requests answered through the rings so far.

@@ -225,6 +225,11 @@ impl<T: InodeTable> Shared<T> {
         self.queues.len()
     }
 
+    /// The most threads the queues ever have, all together.
+    pub(crate) fn most_threads(&self) -> usize {
+        self.queues.len() * self.max_threads
+    }
+
     /// The entries with the kernel or being answered, and the entries
     /// made, over every queue.
     pub(crate) fn entries(&self) -> (usize, usize) {

@@ -167,6 +167,13 @@ impl<T: InodeTable> Mount<T> {
         self.session.as_ref().map_or(0, |s| s.ring_requests())
     }
 
+    /// The most threads that may ever serve this mount's requests.
+    pub fn most_serving_threads(&self) -> usize {
+        self.session
+            .as_ref()
+            .map_or(0, |s| s.most_serving_threads())
+    }
+
     /// The io_uring entries registered and made.
     pub fn ring_entries(&self) -> (usize, usize) {
         self.session.as_ref().map_or((0, 0), |s| s.ring_entries())
