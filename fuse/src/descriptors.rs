@@ -10,18 +10,26 @@
 //! closes when the last request holding it ends, so a user with many files
 //! costs others a reopen, never an `EMFILE`.
 //!
+//! A new inode's slot comes with the descriptor its lookup opened and no
+//! file handle; its first eviction makes the handle from that descriptor
+//! (`DescriptorSlot`), so the inodes that stay cached, the common case,
+//! cost no `name_to_handle_at`.
+//!
 //! Accounting: every descriptor in a slot was installed with one entry in
 //! the clock, and an entry leaves the clock only after its slot was
 //! emptied or skipped for good (a dead inode's entry, whose descriptor
-//! closed with the inode). So the descriptors the cache holds never exceed
+//! closed with the inode, or one whose filesystem gave no handle, counted
+//! in [`DescriptorStats::unhandled`], which keeps its descriptor as an
+//! inode named by descriptor does). So the descriptors the cache holds never exceed
 //! the clock's length, which never exceeds the budget once an install
 //! returns; requests in flight hold at most one more each.
 
 use std::collections::VecDeque;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use crate::file_handle;
 use crate::host_inode::DescriptorSlot;
 
 /// What the cache holds and has done (for tests and reports).
@@ -35,6 +43,10 @@ pub struct DescriptorStats {
     pub reopens: u64,
     /// Descriptors evicted to stay within the budget.
     pub evictions: u64,
+    /// Descriptors kept out of the clock for good: inodes whose
+    /// filesystem gave no handle when they were first evicted (none on a
+    /// filesystem that gives handles, which the share's root's must).
+    pub unhandled: u64,
 }
 
 /// The bounded cache of reopened descriptors.
@@ -43,6 +55,7 @@ pub(crate) struct Descriptors {
     clock: Mutex<VecDeque<Weak<DescriptorSlot>>>,
     reopens: AtomicU64,
     evictions: AtomicU64,
+    unhandled: AtomicU64,
 }
 
 impl Descriptors {
@@ -53,6 +66,7 @@ impl Descriptors {
             clock: Mutex::new(VecDeque::new()),
             reopens: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            unhandled: AtomicU64::new(0),
         }
     }
 
@@ -107,10 +121,45 @@ impl Descriptors {
                 clock.push_back(entry);
                 continue;
             }
+            if !Self::has_handle(&victim) {
+                // No handle to reopen it by: it keeps its descriptor, out
+                // of the clock, as an inode named by descriptor does.
+                // Relaxed: a statistic.
+                self.unhandled.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             let evicted = victim.fd.write().unwrap_or_else(|e| e.into_inner()).take();
             if evicted.is_some() {
+                // Relaxed: a statistic.
                 self.evictions.fetch_add(1, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Whether `slot` has its file handle, made now from its descriptor
+    /// if it had none: its first eviction. A slot is emptied only after
+    /// this (under the slot's write lock, which a request finding it
+    /// empty takes after), so a request always finds the handle to reopen
+    /// by. The call is made under the clock's lock: only past the budget,
+    /// once per inode.
+    fn has_handle(slot: &DescriptorSlot) -> bool {
+        if slot.handle.get().is_some() {
+            return true;
+        }
+        let fd = slot.fd.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(fd) = fd else {
+            // Emptied with no handle: nothing to evict (never happens:
+            // only an eviction empties a slot).
+            return false;
+        };
+        match file_handle::handle_of(fd.as_fd()) {
+            Ok((handle, _)) => {
+                // Another eviction of the slot cannot race this one: both
+                // hold the clock's lock.
+                let _ = slot.handle.set(handle);
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -120,6 +169,7 @@ impl Descriptors {
             cached: self.clock.lock().unwrap_or_else(|e| e.into_inner()).len(),
             reopens: self.reopens.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
+            unhandled: self.unhandled.load(Ordering::Relaxed),
         }
     }
 }
@@ -200,5 +250,51 @@ mod tests {
         let second = cache.install(&a, fd());
         assert!(Arc::ptr_eq(&first, &second));
         assert_eq!(cache.stats().cached, 1);
+    }
+
+    #[test]
+    fn a_first_eviction_makes_the_handle_that_reopens_the_inode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "x").unwrap();
+        let cache = Descriptors::new(1);
+        let a = Arc::new(DescriptorSlot::holding(
+            std::fs::File::open(&path).unwrap().into(),
+        ));
+        cache.register(&a);
+        assert!(a.handle.get().is_none(), "no handle while cached");
+        drop(cache.install(&Arc::default(), fd()));
+        let stats = cache.stats();
+        assert_eq!((stats.evictions, stats.unhandled), (1, 0));
+        assert!(!holds(&a));
+        let handle = a.handle.get().expect("made by the eviction");
+        if nix::unistd::geteuid().is_root() {
+            let root = std::fs::File::open(dir.path()).unwrap();
+            let again = file_handle::open_handle(root.as_fd(), handle).unwrap();
+            let (x, y) = (
+                nix::sys::stat::stat(&path).unwrap(),
+                nix::sys::stat::fstat(&again).unwrap(),
+            );
+            assert_eq!((x.st_dev, x.st_ino), (y.st_dev, y.st_ino));
+        }
+    }
+
+    #[test]
+    fn an_inode_with_no_handle_keeps_its_descriptor_out_of_the_clock() {
+        // A pipe's filesystem gives no file handles.
+        let (read_end, _write_end) = nix::unistd::pipe().unwrap();
+        let cache = Descriptors::new(1);
+        let a = Arc::new(DescriptorSlot::holding(read_end));
+        cache.register(&a);
+        let b = Arc::default();
+        drop(cache.install(&b, fd()));
+        assert!(holds(&a), "nothing to reopen it by: kept");
+        assert!(holds(&b));
+        let stats = cache.stats();
+        assert_eq!(
+            (stats.cached, stats.evictions, stats.unhandled),
+            (1, 0, 1),
+            "out of the clock, counted apart"
+        );
     }
 }

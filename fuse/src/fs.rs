@@ -374,44 +374,56 @@ impl<T: InodeTable> Passthrough<T> {
     pub(crate) fn live(&self, inode: T::Ref) -> Result<Live<T::Ref>, Errno> {
         let reopened = match (&inode.host, &self.by_handle) {
             (HostInode::Descriptor(_), _) => None,
-            (HostInode::Handle { handle, slot }, Some((mount, _))) => {
-                Some(match Descriptors::cached(slot) {
-                    Some(fd) => fd,
-                    None => {
-                        creds::as_server(self.server_is_root, &self.cred_counts)?;
-                        let fd = file_handle::open_handle(mount.as_fd(), handle)?;
-                        self.descriptors.install(slot, fd)
-                    }
-                })
-            }
+            (HostInode::Handle(slot), Some((mount, _))) => Some(match Descriptors::cached(slot) {
+                Some(fd) => fd,
+                None => {
+                    // An empty slot was evicted, which made its handle
+                    // first (`Descriptors::register`).
+                    let handle = slot.handle.get().ok_or(Errno::EIO)?;
+                    creds::as_server(self.server_is_root, &self.cred_counts)?;
+                    let fd = file_handle::open_handle(mount.as_fd(), handle)?;
+                    self.descriptors.install(slot, fd)
+                }
+            }),
             // Handles are made only when inodes are named by handle.
-            (HostInode::Handle { .. }, None) => return Err(Errno::EIO),
+            (HostInode::Handle(_), None) => return Err(Errno::EIO),
         };
         Ok(Live { inode, reopened })
     }
 
     /// The host inode for the table to keep for `fd`, just opened on a
-    /// new inode: its file handle, with `fd` cached in a new slot (which
-    /// `fresh` receives, to enter it in the cache's clock once the table
-    /// has taken it), or `fd` itself when inodes are named by descriptor,
-    /// the filesystem gives this inode no handle, or it is on another
-    /// mount than the share's root (a handle reopens only on its own).
+    /// new inode on the host mount `mount_id` (`None`: not known): `fd` in
+    /// a new slot of the descriptor cache (which `fresh` receives, to
+    /// enter it in the cache's clock once the table has taken it), its
+    /// handle made when the cache first evicts it; or `fd` itself when
+    /// inodes are named by descriptor or it is on another mount than the
+    /// share's root (a handle reopens only on its own). Where the mount is
+    /// not known, the handle is made now, and tells it.
     pub(crate) fn host_inode(
         &self,
         fd: OwnedFd,
+        mount_id: Option<u64>,
         fresh: &mut Option<Arc<DescriptorSlot>>,
     ) -> HostInode {
         let Some((_, root_mount)) = &self.by_handle else {
             return HostInode::Descriptor(fd);
         };
-        match file_handle::handle_of(fd.as_fd()) {
-            Ok((handle, mount)) if mount == *root_mount => {
-                let slot = Arc::new(DescriptorSlot::default());
-                *slot.fd.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(fd));
-                *fresh = Some(slot.clone());
-                HostInode::Handle { handle, slot }
+        let slot = match mount_id {
+            Some(mount) if u64::try_from(*root_mount).ok() == Some(mount) => {
+                DescriptorSlot::holding(fd)
             }
-            _ => HostInode::Descriptor(fd),
-        }
+            Some(_) => return HostInode::Descriptor(fd),
+            None => match file_handle::handle_of(fd.as_fd()) {
+                Ok((handle, mount)) if mount == *root_mount => {
+                    let slot = DescriptorSlot::holding(fd);
+                    let _ = slot.handle.set(handle);
+                    slot
+                }
+                _ => return HostInode::Descriptor(fd),
+            },
+        };
+        let slot = Arc::new(slot);
+        *fresh = Some(slot.clone());
+        HostInode::Handle(slot)
     }
 }

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// A file handle's bytes and type, as the host's filesystem gave them.
 #[derive(Clone, PartialEq, Eq)]
@@ -46,9 +46,16 @@ impl fmt::Debug for FileHandleBytes {
     }
 }
 
-/// Where the descriptor cache keeps an inode's reopened descriptor while
-/// it is cached. Requests clone the `Arc`: an eviction empties the slot,
-/// and the descriptor closes when the last request using it ends.
+/// An inode the table names by file handle: where the descriptor cache
+/// keeps its reopened descriptor while it is cached, and its handle.
+///
+/// A new inode's slot holds the descriptor its lookup opened, and no
+/// handle: the cache makes the handle from that descriptor when it first
+/// evicts it (`name_to_handle_at`), so an inode never evicted costs no
+/// call for it. Requests clone the descriptor's `Arc`: an eviction
+/// empties the slot, and the descriptor closes when the last request
+/// using it ends. An empty slot always has its handle (made before the
+/// slot was emptied, under its lock).
 #[derive(Default)]
 pub struct DescriptorSlot {
     #[cfg_attr(not(feature = "server"), allow(dead_code))]
@@ -56,6 +63,27 @@ pub struct DescriptorSlot {
     /// Used since the cache's clock hand last passed (its second chance).
     #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) used: AtomicBool,
+    /// The inode's file handle, once made.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) handle: OnceLock<FileHandleBytes>,
+}
+
+impl DescriptorSlot {
+    /// A slot holding `fd`, the descriptor of a new inode.
+    pub fn holding(fd: OwnedFd) -> Self {
+        DescriptorSlot {
+            fd: RwLock::new(Some(Arc::new(fd))),
+            ..Self::default()
+        }
+    }
+
+    /// A slot of the inode `handle` names, holding no descriptor.
+    pub fn of_handle(handle: FileHandleBytes) -> Self {
+        DescriptorSlot {
+            handle: OnceLock::from(handle),
+            ..Self::default()
+        }
+    }
 }
 
 impl fmt::Debug for DescriptorSlot {
@@ -63,6 +91,7 @@ impl fmt::Debug for DescriptorSlot {
         let cached = self.fd.read().map(|fd| fd.is_some()).unwrap_or(false);
         f.debug_struct("DescriptorSlot")
             .field("cached", &cached)
+            .field("handle", &self.handle.get())
             .finish()
     }
 }
@@ -74,13 +103,9 @@ pub enum HostInode {
     /// the root, an inode on another mount than the share's, and every
     /// inode when the server runs without file handles.
     Descriptor(OwnedFd),
-    /// A file handle, reopened into `slot` when a request needs it.
-    Handle {
-        /// The inode's file handle.
-        handle: FileHandleBytes,
-        /// Its descriptor while the cache keeps one.
-        slot: Arc<DescriptorSlot>,
-    },
+    /// A file handle, and the slot of its descriptor while the cache
+    /// keeps one.
+    Handle(Arc<DescriptorSlot>),
 }
 
 impl From<OwnedFd> for HostInode {

@@ -35,15 +35,15 @@ impl<T: InodeTable> Passthrough<T> {
             Mode::empty(),
         )
         .map_err(errno)?;
-        let (st, birth) = host::stat_and_birth(fd.as_fd())?;
+        let found = host::stat_for_lookup(fd.as_fd())?;
         let mut fresh = None;
-        let id = self
-            .table
-            .lookup(host::key_of(&st, birth), || self.host_inode(fd, &mut fresh));
+        let id = self.table.lookup(host::key_of(&found.st, found.birth), || {
+            self.host_inode(fd, found.mount_id, &mut fresh)
+        });
         if let Some(slot) = fresh {
             self.descriptors.register(&slot);
         }
-        Ok(host::attr(&st, id))
+        Ok(host::attr(&found.st, id))
     }
 
     pub(crate) fn do_lookup(

@@ -107,10 +107,12 @@ pub struct HotInode<T: InodeTable> {
 
 /// A host inode that costs no system call: a file handle, not opened.
 fn unopened_handle() -> HostInode {
-    HostInode::Handle {
-        handle: crate::host_inode::FileHandleBytes::new(0, &[]),
-        slot: std::sync::Arc::default(),
-    }
+    HostInode::Handle(std::sync::Arc::new(
+        crate::host_inode::DescriptorSlot::of_handle(crate::host_inode::FileHandleBytes::new(
+            0,
+            &[],
+        )),
+    ))
 }
 
 impl<T: InodeTable> HotInode<T> {
