@@ -206,22 +206,37 @@ impl ThreadCreds {
         Ok(())
     }
 
-    /// The groups of `pid`, read again if this thread's copy is older than
-    /// [`GROUPS_TTL`].
-    fn groups_of(&mut self, pid: u32, counts: &CredCounts) -> Vec<libc::gid_t> {
+    /// Switches to the groups of `pid` if the thread's differ: read again
+    /// if this thread's copy is older than [`GROUPS_TTL`], compared in
+    /// place (no copy unless they differ).
+    fn switch_to_groups_of(&mut self, pid: u32, counts: &CredCounts) -> io::Result<()> {
         let now = Instant::now();
-        if let Some((at, groups)) = self.read.get(&pid) {
-            if now.duration_since(*at) < GROUPS_TTL {
-                return groups.clone();
+        let fresh =
+            matches!(self.read.get(&pid), Some((at, _)) if now.duration_since(*at) < GROUPS_TTL);
+        if !fresh {
+            if self.read.len() >= GROUPS_CACHED {
+                self.read.clear();
             }
+            CredCounts::count(&counts.group_reads, 1);
+            self.read.insert(pid, (now, groups_of(pid)));
         }
-        if self.read.len() >= GROUPS_CACHED {
-            self.read.clear();
+        let (_, groups) = &self.read[&pid];
+        if *groups != self.groups {
+            CredCounts::count(&counts.switches, 1);
+            set_thread_groups(groups)?;
+            self.groups.clone_from(groups);
         }
-        CredCounts::count(&counts.group_reads, 1);
-        let groups = groups_of(pid);
-        self.read.insert(pid, (now, groups.clone()));
-        groups
+        Ok(())
+    }
+
+    /// Switches to no supplementary groups if the thread has some.
+    fn switch_to_no_groups(&mut self, counts: &CredCounts) -> io::Result<()> {
+        if !self.groups.is_empty() {
+            CredCounts::count(&counts.switches, 1);
+            set_thread_groups(&[])?;
+            self.groups.clear();
+        }
+        Ok(())
     }
 
     /// Switches the filesystem uid to `uid` if the thread's differs.
@@ -233,24 +248,13 @@ impl ThreadCreds {
         }
     }
 
-    /// Switches to `gid` and `groups` where the thread differs.
-    fn switch(
-        &mut self,
-        gid: u32,
-        groups: Vec<libc::gid_t>,
-        counts: &CredCounts,
-    ) -> io::Result<()> {
-        if groups != self.groups {
-            CredCounts::count(&counts.switches, 1);
-            set_thread_groups(&groups)?;
-            self.groups = groups;
-        }
+    /// Switches the filesystem gid to `gid` if the thread's differs.
+    fn switch_fsgid(&mut self, gid: u32, counts: &CredCounts) {
         if gid != self.fsgid {
             CredCounts::count(&counts.switches, 1);
             nix::unistd::setfsgid(Gid::from_raw(gid));
             self.fsgid = gid;
         }
-        Ok(())
     }
 }
 
@@ -314,7 +318,8 @@ pub(crate) fn as_backing_owner<B>(
         let mut t = t.borrow_mut();
         debug_assert!(!t.in_region, "a backing is the server's, not a caller's");
         t.drop_resource_cap()?;
-        t.switch(BACKING_OWNER, Vec::new(), counts)?;
+        t.switch_to_no_groups(counts)?;
+        t.switch_fsgid(BACKING_OWNER, counts);
         t.switch_fsuid(BACKING_OWNER, counts);
         Ok::<_, io::Error>(())
     })?;
@@ -344,13 +349,14 @@ impl AsCaller {
                 // Groups and gid first: a switch of the filesystem uid
                 // away from 0 drops the capabilities over files, none of
                 // which these need (`setgroups` and `setfsgid` take
-                // `CAP_SETGID`).
-                let groups = if uid == 0 {
-                    t.groups.clone()
-                } else {
-                    t.groups_of(pid, counts)
-                };
-                t.switch(gid, groups, counts)?;
+                // `CAP_SETGID`). Root's requests keep the thread's
+                // groups: with
+                // filesystem uid 0 the host's checks pass by capability
+                // whatever they are.
+                if uid != 0 {
+                    t.switch_to_groups_of(pid, counts)?;
+                }
+                t.switch_fsgid(gid, counts);
                 t.switch_fsuid(uid, counts);
             }
             t.in_region = true;
