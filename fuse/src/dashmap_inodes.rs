@@ -25,7 +25,7 @@ use dashmap::DashMap;
 
 use crate::host_inode::HostInode;
 use crate::node_id::NodeIds;
-use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
+use crate::table::{ForgetError, InodeData, InodeTable, Key, ServerHasher, ROOT_ID};
 
 /// An inode of the sharded table.
 pub struct DashmapInode {
@@ -57,7 +57,7 @@ impl DashmapInode {
 
 /// The inode table on a `DashMap` by node id.
 pub struct DashmapTable {
-    by_id: DashMap<u64, Arc<DashmapInode>>,
+    by_id: DashMap<u64, Arc<DashmapInode>, ServerHasher>,
     ids: NodeIds,
 }
 
@@ -107,7 +107,7 @@ impl InodeTable for DashmapTable {
 
     fn new(root: HostInode, key: Key) -> Self {
         let table = DashmapTable {
-            by_id: DashMap::new(),
+            by_id: DashMap::with_hasher(ServerHasher::default()),
             ids: NodeIds::new(key),
         };
         // The root's count never reaches zero: one lookup of its own.

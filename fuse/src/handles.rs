@@ -22,6 +22,7 @@ use nix::sys::stat::Mode;
 
 use crate::creds::Caller;
 use crate::host::errno;
+use crate::table::ServerHasher;
 
 pub(crate) enum Open {
     /// A file, with who opened it: its writes run as them.
@@ -61,16 +62,16 @@ pub(crate) struct Handles<R> {
 /// The handles by number, and how many each uid holds (changed together
 /// under the lock).
 struct Table<R> {
-    by_number: HashMap<u64, Arc<Handle<R>>>,
-    per_user: HashMap<u32, usize>,
+    by_number: HashMap<u64, Arc<Handle<R>>, ServerHasher>,
+    per_user: HashMap<u32, usize, ServerHasher>,
 }
 
 impl<R> Handles<R> {
     pub(crate) fn new(limits: HandleLimits) -> Self {
         Handles {
             map: RwLock::new(Table {
-                by_number: HashMap::new(),
-                per_user: HashMap::new(),
+                by_number: HashMap::default(),
+                per_user: HashMap::default(),
             }),
             next: AtomicU64::new(1),
             limits,

@@ -19,7 +19,7 @@ use lockref_table::{Config, Handle, Table, TableError};
 use crate::host_inode::HostInode;
 use crate::node_id::NodeIds;
 use crate::slot_hints::SlotHints;
-use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
+use crate::table::{ForgetError, InodeData, InodeTable, Key, ServerHasher, ROOT_ID};
 
 /// An inode of the counted table.
 #[derive(Debug)]
@@ -64,13 +64,14 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     fn new(root: HostInode, key: Key) -> Self {
         // By default no inode is kept at zero (the kernel forgot it and
         // nothing has it open): its host descriptor is closed.
-        let table = Table::with_keep(
+        let table = Table::with_keep_and_hasher(
             Config {
                 buckets: 1 << 16,
                 max_unused: KEEP_UNUSED,
                 ..Config::default()
             },
             |_, _| true,
+            ServerHasher::default(),
         );
         let root = table.find_or_insert_with(ROOT_ID, |_| LockrefInode {
             data: InodeData {

@@ -32,6 +32,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::mem::ManuallyDrop;
 
+use crate::table::ServerHasher;
+
 #[cfg(loom)]
 use loom::sync::{
     atomic::{AtomicU64, AtomicUsize, Ordering},
@@ -53,7 +55,7 @@ pub(crate) struct Shares<J> {
 
 struct State<J> {
     /// The users with a request served or waiting, and only those.
-    users: HashMap<u32, User<J>>,
+    users: HashMap<u32, User<J>, ServerHasher>,
     /// The users with requests waiting, in the order of their turns.
     turns: VecDeque<u32>,
     /// Requests in service, every user's.
@@ -78,7 +80,7 @@ impl<J> Shares<J> {
         Shares {
             threads: AtomicUsize::new(threads.max(1)),
             state: Mutex::new(State {
-                users: HashMap::new(),
+                users: HashMap::default(),
                 turns: VecDeque::new(),
                 serving: 0,
             }),

@@ -14,7 +14,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::host_inode::HostInode;
 use crate::node_id::NodeIds;
-use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
+use crate::table::{ForgetError, InodeData, InodeTable, Key, ServerHasher, ROOT_ID};
 
 /// An inode of the locked table.
 pub struct VirtiofsdInode {
@@ -31,7 +31,7 @@ impl std::ops::Deref for VirtiofsdInode {
     }
 }
 
-type Store = HashMap<u64, Arc<VirtiofsdInode>>;
+type Store = HashMap<u64, Arc<VirtiofsdInode>, ServerHasher>;
 
 /// The virtiofsd-style inode table: an `Arc` per inode and an atomic count
 /// of the kernel's lookups, counted under the store's lock held shared; every

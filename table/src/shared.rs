@@ -3,9 +3,7 @@
 //! kept alive by the table and by every entry, so that no handle outlives
 //! it.
 
-use core::hash::{BuildHasher, Hash};
 use core::ptr::NonNull;
-use std::collections::hash_map::RandomState;
 
 use crossbeam_epoch::Guard;
 use lockref::CountedRef;
@@ -20,11 +18,14 @@ use crate::sync::{lock, Arc, AtomicBool, AtomicUsize, MutexGuard, Ordering};
 /// it.
 pub(crate) type Keep<K, V> = Box<dyn Fn(&K, &V) -> bool + Send + Sync>;
 
+/// The user's hash of a key: its `BuildHasher`'s, seeded once per table.
+pub(crate) type HashKey<K> = Box<dyn Fn(&K) -> u64 + Send + Sync>;
+
 pub(crate) struct Shared<K, V> {
     key_buckets: Box<[Bucket<K, V>]>,
     /// Where the entries live; their ids name their slots.
     pub(crate) slots: Slots<K, V>,
-    hasher: RandomState,
+    hash_key: HashKey<K>,
     /// Entries inserted and not yet released.
     len: AtomicUsize,
     /// Cleared when the table is dropped: no entry is kept at zero after.
@@ -39,12 +40,18 @@ pub(crate) struct Shared<K, V> {
 }
 
 impl<K, V> Shared<K, V> {
-    pub(crate) fn new(buckets: usize, max_unused: usize, first_id: u64, keep: Keep<K, V>) -> Self {
+    pub(crate) fn new(
+        buckets: usize,
+        max_unused: usize,
+        first_id: u64,
+        keep: Keep<K, V>,
+        hash_key: HashKey<K>,
+    ) -> Self {
         let buckets = buckets.clamp(1, 1 << 24).next_power_of_two();
         Shared {
             key_buckets: (0..buckets).map(|_| Bucket::new()).collect(),
             slots: Slots::new(first_id),
-            hasher: RandomState::new(),
+            hash_key,
             len: AtomicUsize::new(0),
             open: AtomicBool::new(true),
             max_unused,
@@ -94,11 +101,8 @@ impl<K, V> Shared<K, V> {
         self.locks_taken.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn hash(&self, key: &K) -> u64
-    where
-        K: Hash,
-    {
-        self.hasher.hash_one(key)
+    pub(crate) fn hash(&self, key: &K) -> u64 {
+        (self.hash_key)(key)
     }
 
     /// The entry of `key`, on its chain, found without taking anything

@@ -1,13 +1,14 @@
 //! [`Table`]: the concurrent map from keys to counted entries, and its
 //! protocol ids.
 
-use core::hash::Hash;
+use core::hash::{BuildHasher, Hash};
+use std::collections::hash_map::RandomState;
 
 use lockref::CountedRef;
 
 use crate::error::TableError;
 use crate::handle::Handle;
-use crate::shared::{Keep, Shared};
+use crate::shared::{HashKey, Keep, Shared};
 use crate::sync::{Arc, Ordering};
 
 /// How a [`Table`] is built.
@@ -128,17 +129,38 @@ where
     /// A table whose entries, when their last reference goes, stay
     /// (unused, findable, reclaimed oldest first past
     /// [`Config::max_unused`]) if `keep` says so, and die otherwise.
+    ///
+    /// Keys are hashed with the standard library's `RandomState`
+    /// (SipHash, seeded per table), as `HashMap`'s are: chains stay short
+    /// even for keys an adversary chooses (file names a user picks).
     pub fn with_keep(
         config: Config,
         keep: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
     ) -> Self {
+        Self::with_keep_and_hasher(config, keep, RandomState::new())
+    }
+
+    /// [`with_keep`](Self::with_keep), its keys hashed by `hasher`: a
+    /// faster hash for keys no adversary chooses (inode numbers the host
+    /// filesystem hands out, ids), as `HashMap::with_hasher` allows. The
+    /// hash is called through one indirect call.
+    pub fn with_keep_and_hasher<S>(
+        config: Config,
+        keep: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+        hasher: S,
+    ) -> Self
+    where
+        S: BuildHasher + Send + Sync + 'static,
+    {
         let keep: Keep<K, V> = Box::new(keep);
+        let hash_key: HashKey<K> = Box::new(move |key: &K| hasher.hash_one(key));
         Table {
             shared: Arc::new(Shared::new(
                 config.buckets,
                 config.max_unused,
                 config.first_id,
                 keep,
+                hash_key,
             )),
         }
     }

@@ -65,6 +65,60 @@ fn lookups_find_one_entry_per_key_and_revive_it_from_zero() {
     assert_eq!(drops.load(Ordering::Relaxed), 1, "the value dropped once");
 }
 
+/// A hasher that sends every key to one chain and counts its hashes.
+#[derive(Clone, Default)]
+struct OneChain(Arc<AtomicUsize>);
+
+impl std::hash::BuildHasher for OneChain {
+    type Hasher = OneChainHasher;
+    fn build_hasher(&self) -> OneChainHasher {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        OneChainHasher
+    }
+}
+
+struct OneChainHasher;
+
+impl std::hash::Hasher for OneChainHasher {
+    fn finish(&self) -> u64 {
+        7
+    }
+    fn write(&mut self, _: &[u8]) {}
+}
+
+#[test]
+fn the_users_hasher_hashes_every_key_and_colliding_keys_stay_apart() {
+    let drops = Arc::default();
+    let hashes = OneChain::default();
+    let table = Table::with_keep_and_hasher(Config::default(), |_, _| true, hashes.clone());
+    let ids: Vec<u64> = (0..100)
+        .map(|k| table.hand_out(k, |_| inode(&drops)))
+        .collect();
+    assert_eq!(
+        hashes.0.load(Ordering::Relaxed),
+        100,
+        "one hash per lookup, by the user's hasher"
+    );
+    for (k, &id) in (0..100u64).zip(&ids) {
+        assert_eq!(table.find(&k).expect("on the one chain").id(), id);
+        assert_eq!(table.hand_out(k, |_| panic!("the entry is there")), id);
+    }
+    assert!(table.find(&100).is_none());
+    for &id in &ids {
+        table.forget(id, 2).unwrap();
+    }
+    assert_eq!((table.len(), table.unused()), (100, 100));
+    assert!(table.remove(&42));
+    assert_eq!(table.len(), 99);
+    assert!(table.find(&42).is_none() && table.find(&43).is_some());
+    drop(table);
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        100,
+        "every value dropped once"
+    );
+}
+
 #[test]
 fn ids_count_the_peers_references_and_refuse_what_it_was_not_given() {
     let drops = Arc::default();
