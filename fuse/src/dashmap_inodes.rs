@@ -130,6 +130,13 @@ impl InodeTable for DashmapTable {
         }
     }
 
+    fn lookup_known(&self, key: Key) -> Option<u64> {
+        let id = self.ids.composed_id_of(key)?;
+        let inode = self.by_id.get(&id)?;
+        // Under the shard's read lock, as `lookup_at`'s hit.
+        (inode.data.key == key && inode.count_lookup()).then_some(id)
+    }
+
     fn get(&self, id: u64) -> Option<Self::Ref> {
         self.by_id.get(&id).map(|inode| inode.clone())
     }

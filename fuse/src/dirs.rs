@@ -131,7 +131,7 @@ impl<T: InodeTable> Passthrough<T> {
                 added = true;
                 return ControlFlow::Continue(());
             }
-            let attr = match self.lookup_child(&dir, name) {
+            let attr = match self.lookup_listed_child(&dir, name) {
                 Ok(attr) => attr,
                 // Gone since the host listed it: skipped, as the host would
                 // now.

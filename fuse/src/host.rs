@@ -78,21 +78,51 @@ pub struct Found {
 ///
 /// The host's, as [`stat_fd`]'s.
 pub fn stat_for_lookup(fd: BorrowedFd<'_>) -> Result<Found, Errno> {
-    use rustix::fs::{statx, AtFlags, StatxFlags};
-    let wanted = StatxFlags::BASIC_STATS | StatxFlags::BTIME | StatxFlags::MNT_ID;
+    use rustix::fs::{statx, AtFlags};
     let flags = AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW;
-    let x = match statx(fd, c"", flags, wanted) {
-        Ok(x) if x.stx_mask & StatxFlags::BASIC_STATS.bits() == StatxFlags::BASIC_STATS.bits() => x,
+    match statx(fd, c"", flags, LOOKUP_STATX)
+        .ok()
+        .and_then(|x| found(&x))
+    {
+        Some(found) => Ok(found),
         // A kernel without `statx`, or a filesystem that leaves out some
         // of the basic attributes: the two calls.
-        _ => {
-            return Ok(Found {
-                st: stat_fd(fd)?,
-                birth: birth_of(fd),
-                mount_id: None,
-            })
-        }
-    };
+        None => Ok(Found {
+            st: stat_fd(fd)?,
+            birth: birth_of(fd),
+            mount_id: None,
+        }),
+    }
+}
+
+/// `name` in `dir` as [`stat_for_lookup`] finds a descriptor of it, with
+/// no descriptor opened: one `statx` by name (symlinks not followed).
+/// `None` where `statx` leaves out a basic attribute (the caller opens the
+/// name and asks [`stat_for_lookup`]).
+///
+/// # Errors
+///
+/// The host's (`ENOENT` for a name gone).
+pub fn stat_name_for_lookup(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Option<Found>, Errno> {
+    use rustix::fs::{statx, AtFlags};
+    let x = statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, LOOKUP_STATX)
+        .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+    Ok(found(&x))
+}
+
+/// What a lookup asks of `statx`: the basic attributes, the birth (N2)
+/// and the mount.
+const LOOKUP_STATX: rustix::fs::StatxFlags = rustix::fs::StatxFlags::BASIC_STATS
+    .union(rustix::fs::StatxFlags::BTIME)
+    .union(rustix::fs::StatxFlags::MNT_ID);
+
+/// A lookup's [`Found`] from `statx`'s answer, if it has every basic
+/// attribute.
+fn found(x: &rustix::fs::Statx) -> Option<Found> {
+    use rustix::fs::StatxFlags;
+    if x.stx_mask & StatxFlags::BASIC_STATS.bits() != StatxFlags::BASIC_STATS.bits() {
+        return None;
+    }
     // SAFETY: `stat` is a C struct of integers (and padding): all zero is
     // a valid value of it; every field `fstatat` fills is set below.
     let mut st: FileStat = unsafe { std::mem::zeroed() };
@@ -121,7 +151,7 @@ pub fn stat_for_lookup(fd: BorrowedFd<'_>) -> Result<Found, Errno> {
         0
     };
     let mount_id = (x.stx_mask & StatxFlags::MNT_ID.bits() != 0).then_some(x.stx_mnt_id);
-    Ok(Found {
+    Some(Found {
         st,
         birth,
         mount_id,

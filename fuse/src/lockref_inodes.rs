@@ -122,6 +122,17 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
         }
     }
 
+    fn lookup_known(&self, key: Key) -> Option<u64> {
+        let id = self.ids.composed_id_of(key)?;
+        // Referenced by `get` (reviving an inode kept at zero, never a
+        // dying one); that reference becomes the kernel's if the inode is
+        // this file, and is put back if not.
+        let inode = self.get(id).filter(|inode| inode.data.key == key)?;
+        let slot = inode.into_id();
+        self.hints.remember(id, slot);
+        Some(id)
+    }
+
     fn get(&self, id: u64) -> Option<Self::Ref> {
         // By the hinted slot: no pin, no hash; its inode is the one asked
         // for only if its node id says so, read under the reference.

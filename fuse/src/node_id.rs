@@ -75,6 +75,17 @@ impl NodeIds {
         self.numbered(key)
     }
 
+    /// The node id of `key` where it is made from the key alone (the root,
+    /// or an inode of the root's device): what [`id_of`](Self::id_of)
+    /// gives it, with nothing numbered or indexed. `None` for the others.
+    pub(crate) fn composed_id_of(&self, key: Key) -> Option<u64> {
+        if key == self.root {
+            return Some(ROOT_ID);
+        }
+        let fits = key.ino != 0 && key.ino < 1 << INO_BITS;
+        (fits && key.dev == self.root.dev && key.ino != ROOT_ID).then_some(key.ino)
+    }
+
     /// The index of a device other than the root's, given on first sight;
     /// `None` once 254 devices have one.
     fn device_index(&self, dev: u64) -> Option<u64> {

@@ -104,6 +104,15 @@ impl InodeTable for VirtiofsdTable {
         id
     }
 
+    fn lookup_known(&self, key: Key) -> Option<u64> {
+        let id = self.ids.composed_id_of(key)?;
+        let store = self.read();
+        let inode = store.get(&id).filter(|inode| inode.data.key == key)?;
+        // Relaxed: under the store's lock, as in `lookup`.
+        inode.kernel_lookups.fetch_add(1, Ordering::Relaxed);
+        Some(id)
+    }
+
     fn get(&self, id: u64) -> Option<Self::Ref> {
         self.read().get(&id).cloned()
     }

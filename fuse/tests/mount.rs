@@ -6,7 +6,7 @@
 
 use std::fs;
 use std::io::{Read, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirEntryExt, FileTypeExt, MetadataExt, PermissionsExt};
 
 use lockref_fuse::InodeTable;
 
@@ -421,12 +421,62 @@ fn a_missing_name_is_cached_as_a_negative_entry<T: InodeTable>() {
 }
 on_both_tables!(a_missing_name_is_cached_as_a_negative_entry);
 
+/// A `READDIRPLUS` entry whose inode the kernel has looked up already is
+/// answered from the table with one `statx` by name, nothing opened
+/// (`listed_known`); one never looked up is opened and looked up as a
+/// `LOOKUP` is. Either way the listing gives the host's inode numbers, and
+/// every lookup counted comes back when the kernel forgets.
+fn a_listed_entry_looked_up_before_is_not_opened_again<T: InodeTable>() {
+    with_mount_options::<T>(2, std::time::Duration::from_secs(60), |m| {
+        fs::create_dir(m.host("d")).unwrap();
+        for i in 0..10 {
+            fs::write(m.host(&format!("d/f{i}")), b"").unwrap();
+        }
+        for i in 0..4 {
+            fs::symlink_metadata(m.at(&format!("d/f{i}"))).unwrap();
+        }
+        let known = m.fs.listed_known();
+        let listings = m.fs.listings();
+        // Ten entries fit the first page, which the kernel always asks
+        // for with READDIRPLUS.
+        let mut listed: Vec<(String, u64)> = fs::read_dir(m.at("d"))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name().into_string().unwrap(), e.ino())
+            })
+            .collect();
+        listed.sort();
+        assert!(m.fs.listings() > listings, "the listing reached the server");
+        assert_eq!(
+            m.fs.listed_known() - known,
+            4,
+            "the four looked up, and only those, answered from the table"
+        );
+        let host: Vec<(String, u64)> = (0..10)
+            .map(|i| {
+                let name = format!("f{i}");
+                let ino = fs::symlink_metadata(m.host(&format!("d/{name}")))
+                    .unwrap()
+                    .ino();
+                (name, ino)
+            })
+            .collect();
+        assert_eq!(listed, host, "the host's names and numbers");
+        for (name, ino) in &host {
+            let st = fs::symlink_metadata(m.at(&format!("d/{name}"))).unwrap();
+            assert_eq!(st.ino(), *ino, "{name} after the listing");
+        }
+        assert!(m.forget_all(), "the kernel forgot every inode");
+    });
+}
+on_both_tables!(a_listed_entry_looked_up_before_is_not_opened_again);
+
 /// A file's inode number is the host's, through `stat` and a listing
 /// (`d_ino`), for every name of it, and stays so after the kernel forgot
 /// the inode and looked it up again (git, `find -samefile`, `tar`, `du` and
 /// `rsync -H` compare these numbers).
 fn an_inode_number_is_the_hosts_and_outlives_forgets<T: InodeTable>() {
-    use std::os::unix::fs::{DirEntryExt, MetadataExt};
     with_mount::<T>(|m| {
         fs::create_dir(m.at("d")).unwrap();
         fs::write(m.at("d/f"), b"data").unwrap();
