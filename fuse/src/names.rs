@@ -26,14 +26,44 @@ impl<T: InodeTable> Passthrough<T> {
         parent: &Live<T::Ref>,
         name: &OsStr,
     ) -> Result<FileAttr, Errno> {
-        #[cfg(feature = "testing")]
-        self.fault.check()?;
-        self.open_child(parent, name)
+        self.look_up(parent, name, false)
     }
 
-    /// `lookup_child`'s work, with no fault hook: `name` opened, stated and
-    /// found or inserted in the table.
-    fn open_child(&self, parent: &Live<T::Ref>, name: &OsStr) -> Result<FileAttr, Errno> {
+    /// [`lookup_child`](Self::lookup_child) for a name whose inode the
+    /// table may have already (a `READDIRPLUS` entry, most often looked up
+    /// before the listing): one `statx` by name, and if the table has that
+    /// host inode live, one more of the kernel's lookups on it, with no
+    /// descriptor opened or closed. Otherwise the name is opened and looked
+    /// up as `lookup_child` does (the `statx` then made again, on the
+    /// descriptor: the name may have changed meanwhile).
+    pub(crate) fn lookup_listed_child(
+        &self,
+        parent: &Live<T::Ref>,
+        name: &OsStr,
+    ) -> Result<FileAttr, Errno> {
+        self.look_up(parent, name, true)
+    }
+
+    fn look_up(
+        &self,
+        parent: &Live<T::Ref>,
+        name: &OsStr,
+        listed: bool,
+    ) -> Result<FileAttr, Errno> {
+        #[cfg(feature = "testing")]
+        self.fault.check()?;
+        if listed {
+            if let Some(found) = host::stat_name_for_lookup(parent.fd(), name)? {
+                if let Some(id) = self
+                    .table
+                    .lookup_known(host::key_of(&found.st, found.birth))
+                {
+                    // Relaxed: a counter for tests and reports.
+                    self.listed_known.fetch_add(1, Ordering::Relaxed);
+                    return Ok(host::attr(&found.st, id));
+                }
+            }
+        }
         let fd = nix::fcntl::openat(
             parent.fd(),
             name,
@@ -50,33 +80,6 @@ impl<T: InodeTable> Passthrough<T> {
             self.descriptors.register(&slot);
         }
         Ok(host::attr(&found.st, id))
-    }
-
-    /// [`lookup_child`](Self::lookup_child) for a name whose inode the
-    /// table may have already (a `READDIRPLUS` entry, most often looked up
-    /// before the listing): one `statx` by name, and if the table has that
-    /// host inode live, one more of the kernel's lookups on it, with no
-    /// descriptor opened or closed. Otherwise the name is opened and looked
-    /// up as `lookup_child` does (the `statx` then made again, on the
-    /// descriptor: the name may have changed meanwhile).
-    pub(crate) fn lookup_listed_child(
-        &self,
-        parent: &Live<T::Ref>,
-        name: &OsStr,
-    ) -> Result<FileAttr, Errno> {
-        #[cfg(feature = "testing")]
-        self.fault.check()?;
-        if let Some(found) = host::stat_name_for_lookup(parent.fd(), name)? {
-            if let Some(id) = self
-                .table
-                .lookup_known(host::key_of(&found.st, found.birth))
-            {
-                // Relaxed: a counter for tests and reports.
-                self.listed_known.fetch_add(1, Ordering::Relaxed);
-                return Ok(host::attr(&found.st, id));
-            }
-        }
-        self.open_child(parent, name)
     }
 
     pub(crate) fn do_lookup(
