@@ -28,6 +28,20 @@
 //!   pass one of its user's that waits.
 //!
 //! FORGET has no reply and costs nothing: it never waits.
+//!
+//! **One user alone takes no lock.** While a single user has requests in
+//! service and none wait (a busy server's usual state, and every
+//! single-user one's), its turns are counted in one atomic word, `alone`
+//! (the user and its count), by one compare-and-swap to begin a turn and
+//! one to end it, where the lock, the map's insert and its removal were
+//! taken for each. A request that the word cannot take (another user's
+//! while the first has some in service, or one past the threads) takes the
+//! lock and *closes* the word: swaps it for `CLOSED` and moves its count
+//! into the users' map, all under the lock. From then on everything is
+//! counted under the lock, turns begun in the word included (their end
+//! finds the word closed); the last turn to end under the lock, leaving
+//! nobody counted, opens the word again. While the word is open the map is
+//! empty and nothing waits, so the two never count one turn twice.
 
 use std::collections::{HashMap, VecDeque};
 use std::mem::ManuallyDrop;
@@ -48,9 +62,28 @@ use std::sync::{
 /// The users' requests in service and waiting, with the threads serving.
 pub(crate) struct Shares<J> {
     threads: AtomicUsize,
+    /// One user's turns, counted without the lock: `uid << 32 | turns`,
+    /// or [`CLOSED`] while the state counts every turn (the module's text).
+    alone: AtomicU64,
     state: Mutex<State<J>>,
     /// Requests that waited their turn, since the start.
     waited: AtomicU64,
+}
+
+/// `alone` while the users' map counts every turn. No user and count make
+/// it: a count never reaches `u32::MAX`.
+const CLOSED: u64 = u64::MAX;
+
+/// `alone` open with nobody's turn in it.
+const OPEN: u64 = 0;
+
+fn alone_word(uid: u32, turns: u64) -> u64 {
+    u64::from(uid) << 32 | turns
+}
+
+/// The user and the turn count of an open `alone` word.
+fn alone_parts(word: u64) -> (u32, u64) {
+    ((word >> 32) as u32, word & 0xffff_ffff)
 }
 
 struct State<J> {
@@ -79,6 +112,7 @@ impl<J> Shares<J> {
     pub(crate) fn new(threads: usize) -> Self {
         Shares {
             threads: AtomicUsize::new(threads.max(1)),
+            alone: AtomicU64::new(OPEN),
             state: Mutex::new(State {
                 users: HashMap::default(),
                 turns: VecDeque::new(),
@@ -111,10 +145,70 @@ impl<J> Shares<J> {
     /// A turn for a request of `uid` now, if the user is within its share;
     /// `None`: the request must [`wait`](Self::wait).
     pub(crate) fn admit(&self, uid: u32) -> Option<Turn<'_, J>> {
-        let mut state = self.state();
         // Made only once counted: a turn's drop ends it.
+        if self.admit_alone(uid) {
+            return Some(Turn { shares: self, uid });
+        }
+        let mut state = self.state();
+        self.close_alone(&mut state);
         self.counted_in(&mut state, uid)
             .then(|| Turn { shares: self, uid })
+    }
+
+    /// Counts a turn of `uid` in the `alone` word, if it is open, holds no
+    /// other user's turns, and `uid` holds fewer than every serving thread
+    /// (a user's share when alone).
+    fn admit_alone(&self, uid: u32) -> bool {
+        // Relaxed: read as `limits` reads it.
+        let threads = self.threads.load(Ordering::Relaxed) as u64;
+        let most = threads.min(u64::from(u32::MAX - 1));
+        // Relaxed: the word is a count alone, published to nobody: every
+        // change of it is a read-modify-write (or a store under the lock
+        // while it counts nothing), so each reads the latest; the requests
+        // that wait move under the lock, never through it.
+        let mut word = self.alone.load(Ordering::Relaxed);
+        loop {
+            if word == CLOSED {
+                return false;
+            }
+            let (owner, turns) = alone_parts(word);
+            if (turns > 0 && owner != uid) || turns >= most {
+                return false;
+            }
+            match self.alone.compare_exchange_weak(
+                word,
+                alone_word(uid, turns + 1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// Closes the `alone` word, its turns moved into `state`: from now on
+    /// the lock counts every turn.
+    fn close_alone(&self, state: &mut State<J>) {
+        // Relaxed: as in `admit_alone`; the lock orders this with the
+        // word's opening and with every turn ended under it.
+        let word = self.alone.swap(CLOSED, Ordering::Relaxed);
+        if word == CLOSED {
+            return;
+        }
+        let (owner, turns) = alone_parts(word);
+        if turns > 0 {
+            debug_assert!(state.users.is_empty(), "an open word: nobody else counted");
+            let turns = turns as usize;
+            state.users.insert(
+                owner,
+                User {
+                    serving: turns,
+                    waiting: VecDeque::new(),
+                },
+            );
+            state.serving += turns;
+        }
     }
 
     /// Counts a request of `uid` in service, if the user is within its
@@ -140,6 +234,8 @@ impl<J> Shares<J> {
     pub(crate) fn wait(&self, uid: u32, request: J) -> Option<(Turn<'_, J>, J)> {
         let mut state = self.state();
         let state = &mut *state;
+        // The word may have opened since `admit` closed it.
+        self.close_alone(state);
         if self.counted_in(state, uid) {
             return Some((Turn { shares: self, uid }, request));
         }
@@ -155,8 +251,35 @@ impl<J> Shares<J> {
 
     /// Ends a turn of `uid`; with `pick`, takes the next request to serve.
     fn end(&self, uid: u32, pick: bool) -> Option<(u32, J)> {
+        // Relaxed: as in `admit_alone`.
+        let mut word = self.alone.load(Ordering::Relaxed);
+        while word != CLOSED {
+            // Open: this turn is counted in it (a turn counted under the
+            // lock keeps the word closed until it ends), and nothing waits.
+            debug_assert_eq!(alone_parts(word).0, uid, "the word's user's turn");
+            debug_assert!(alone_parts(word).1 > 0, "the word counts this turn");
+            match self.alone.compare_exchange_weak(
+                word,
+                word - 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return None,
+                Err(now) => word = now,
+            }
+        }
         let mut state = self.state();
-        let state = &mut *state;
+        let next = self.end_counted(&mut state, uid, pick);
+        if state.users.is_empty() {
+            // Nobody counted, nothing waiting: the word counts again.
+            // Relaxed: as in `close_alone`.
+            self.alone.store(OPEN, Ordering::Relaxed);
+        }
+        next
+    }
+
+    /// [`end`](Self::end) under the lock.
+    fn end_counted(&self, state: &mut State<J>, uid: u32, pick: bool) -> Option<(u32, J)> {
         let user = state.users.get_mut(&uid).expect("a turn's user is counted");
         user.serving -= 1;
         state.serving -= 1;
@@ -251,6 +374,38 @@ mod tests {
         assert_eq!((shares.waiting(), shares.waited()), (0, 1));
     }
 
+    /// A user alone is counted in the word, not the map; a second user
+    /// moves the first's turns under the lock, where they end; the last
+    /// end opens the word again.
+    #[test]
+    fn a_lone_users_turns_are_counted_in_the_word_until_another_comes() {
+        let shares = Shares::<u32>::new(4);
+        let alone = |s: &Shares<u32>| s.alone.load(Ordering::Relaxed);
+        let (t1, t2) = (shares.admit(1).unwrap(), shares.admit(1).unwrap());
+        assert_eq!(alone(&shares), alone_word(1, 2));
+        assert!(shares.state().users.is_empty(), "no lock taken");
+        let t3 = shares.admit(2).expect("a second user within its share");
+        assert_eq!(alone(&shares), CLOSED);
+        {
+            let state = shares.state();
+            assert_eq!((state.users[&1].serving, state.users[&2].serving), (2, 1));
+            assert_eq!(state.serving, 3);
+        }
+        drop((t1, t3));
+        assert_eq!(
+            alone(&shares),
+            CLOSED,
+            "a turn still counted under the lock"
+        );
+        drop(t2);
+        assert_eq!(alone(&shares), OPEN, "nobody counted: open again");
+        assert_eq!(shares.state().serving, 0);
+        let t = shares.admit(2).unwrap();
+        assert_eq!(alone(&shares), alone_word(2, 1));
+        drop(t);
+        assert_eq!(alone(&shares), alone_word(2, 0));
+    }
+
     #[test]
     fn two_users_share_the_threads_by_turns() {
         let shares = Shares::<u32>::new(4);
@@ -334,10 +489,11 @@ mod loom_models {
     }
 
     /// Each `(uid, request)` served on a thread of its own, on shares of
-    /// one serving thread; returns what was served, sorted, once every
-    /// thread has ended, and checks that nobody is left counted.
-    fn race(requests: &[(u32, u32)]) -> Vec<u32> {
-        let shares = Arc::new(Shares::<u32>::new(1));
+    /// `threads` serving threads; returns what was served, sorted, once
+    /// every thread has ended, and checks that nobody is left counted and
+    /// the `alone` word is open.
+    fn race(threads: usize, requests: &[(u32, u32)]) -> Vec<u32> {
+        let shares = Arc::new(Shares::<u32>::new(threads));
         let served = Arc::new(Mutex::new(Vec::new()));
         let sides: Vec<_> = requests
             .iter()
@@ -355,6 +511,11 @@ mod loom_models {
             (0, 0),
             "nobody left counted"
         );
+        let word = shares.alone.load(Ordering::Relaxed);
+        assert!(
+            word != CLOSED && alone_parts(word).1 == 0,
+            "the word open, counting nobody"
+        );
         let mut served = served.lock().unwrap().clone();
         served.sort_unstable();
         served
@@ -365,7 +526,7 @@ mod loom_models {
     /// `wait` itself; either way served exactly once, nothing left kept.
     #[test]
     fn a_refused_request_races_the_end_of_its_users_turn() {
-        loom::model(|| assert_eq!(race(&[(5, 1), (5, 2)]), [1, 2], "each served once"));
+        loom::model(|| assert_eq!(race(1, &[(5, 1), (5, 2)]), [1, 2], "each served once"));
     }
 
     /// Two users' requests on one serving thread's shares: each user is
@@ -373,6 +534,39 @@ mod loom_models {
     /// first.
     #[test]
     fn two_users_race_for_one_thread() {
-        loom::model(|| assert_eq!(race(&[(5, 1), (6, 3)]), [1, 3], "each served once"));
+        loom::model(|| assert_eq!(race(1, &[(5, 1), (6, 3)]), [1, 3], "each served once"));
+    }
+
+    /// A user's two turns counted in the `alone` word, ended one by one
+    /// while another user's request closes the word: each turn ends once,
+    /// in the word or under the lock where the close moved it, and the
+    /// word opens again once the last has ended.
+    #[test]
+    fn a_second_user_closes_the_word_while_the_first_users_turns_end() {
+        loom::model(|| {
+            let shares = Arc::new(Shares::<u32>::new(2));
+            let served = Arc::new(Mutex::new(Vec::new()));
+            let other = {
+                let (shares, served) = (shares.clone(), served.clone());
+                thread::spawn(move || serve(&shares, 6, 3, &served))
+            };
+            let first = shares.admit(5).expect("alone, within the threads");
+            let second = shares.admit(5);
+            drop(first);
+            drop(second);
+            other.join().unwrap();
+            assert_eq!(*served.lock().unwrap(), [3], "served once");
+            let state = shares.state();
+            assert_eq!(
+                (state.users.len(), state.serving),
+                (0, 0),
+                "nobody left counted"
+            );
+            let word = shares.alone.load(Ordering::Relaxed);
+            assert!(
+                word != CLOSED && alone_parts(word).1 == 0,
+                "the word open, counting nobody"
+            );
+        });
     }
 }
