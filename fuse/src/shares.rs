@@ -488,6 +488,22 @@ mod loom_models {
         }
     }
 
+    /// Once every turn has ended: nobody counted under the lock, and the
+    /// `alone` word open, counting nobody.
+    fn assert_nobody_counted(shares: &Shares<u32>) {
+        let state = shares.state();
+        assert_eq!(
+            (state.users.len(), state.serving),
+            (0, 0),
+            "nobody left counted"
+        );
+        let word = shares.alone.load(Ordering::Relaxed);
+        assert!(
+            word != CLOSED && alone_parts(word).1 == 0,
+            "the word open, counting nobody"
+        );
+    }
+
     /// Each `(uid, request)` served on a thread of its own, on shares of
     /// `threads` serving threads; returns what was served, sorted, once
     /// every thread has ended, and checks that nobody is left counted and
@@ -505,17 +521,7 @@ mod loom_models {
         for side in sides {
             side.join().unwrap();
         }
-        let state = shares.state();
-        assert_eq!(
-            (state.users.len(), state.serving),
-            (0, 0),
-            "nobody left counted"
-        );
-        let word = shares.alone.load(Ordering::Relaxed);
-        assert!(
-            word != CLOSED && alone_parts(word).1 == 0,
-            "the word open, counting nobody"
-        );
+        assert_nobody_counted(&shares);
         let mut served = served.lock().unwrap().clone();
         served.sort_unstable();
         served
@@ -556,17 +562,7 @@ mod loom_models {
             drop(second);
             other.join().unwrap();
             assert_eq!(*served.lock().unwrap(), [3], "served once");
-            let state = shares.state();
-            assert_eq!(
-                (state.users.len(), state.serving),
-                (0, 0),
-                "nobody left counted"
-            );
-            let word = shares.alone.load(Ordering::Relaxed);
-            assert!(
-                word != CLOSED && alone_parts(word).1 == 0,
-                "the word open, counting nobody"
-            );
+            assert_nobody_counted(&shares);
         });
     }
 }
