@@ -100,13 +100,12 @@ pub trait InodeTable: Send + Sync + 'static {
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64;
 
     /// One more of the kernel's lookups on the inode of `key` if the table
-    /// has it live under the id [`NodeIds::composed_id_of`] gives it: its
+    /// has it live under the node id made from the key alone (the root's,
+    /// or the host inode number of an inode on the root's device): its
     /// node id; `None`, with nothing counted, otherwise (the caller then
     /// opens the host inode and calls [`lookup`](Self::lookup)). A
     /// `READDIRPLUS` entry the kernel looked up already costs one `statx`
     /// this way, no `openat` and `close`.
-    ///
-    /// [`NodeIds::composed_id_of`]: crate::node_id::NodeIds::composed_id_of
     fn lookup_known(&self, key: Key) -> Option<u64>;
 
     /// The inode of node id `id`, referenced, if the kernel may name it.
