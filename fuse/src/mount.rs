@@ -23,7 +23,7 @@ pub struct MountConfig {
     /// Serving threads: the most requests served at once for one user.
     /// The server reads on one thread more (each thread on its own
     /// `/dev/fuse` clone), left for the requests of other users within
-    /// their share of the serving threads (`shares.rs`), so that one
+    /// their share of the serving threads (`shares/`), so that one
     /// user's requests, however slow, never hold them all.
     pub threads: usize,
     /// Let users other than the mounter in (`allow_other`).

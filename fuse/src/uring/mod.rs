@@ -10,7 +10,7 @@
 //! `BATCH_FORGET` and `INTERRUPT` (and those already read) through them,
 //! and fuser's threads serve those. Each ring request is answered by the
 //! same [`Passthrough`](crate::fs::Passthrough) operations as fuser's
-//! (`dispatch.rs`), in its user's turn (`shares.rs`).
+//! (`dispatch.rs`), in its user's turn (`shares/`).
 //!
 //! Not yet through the rings: kernel passthrough. An open answered on a
 //! ring registers no backing, so its reads and writes come to the server

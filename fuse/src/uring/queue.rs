@@ -6,7 +6,7 @@
 //! An entry belongs to the kernel from its `REGISTER` or
 //! `COMMIT_AND_FETCH` until that command's completion, and to the thread
 //! that took the completion (or the one a user's turn hands the request
-//! to, `shares.rs`) from then until its next commit. Any thread may
+//! to, `shares/`) from then until its next commit. Any thread may
 //! commit an entry of any queue: pushes to a ring's submission queue are
 //! serialised by its lock.
 //!
