@@ -23,7 +23,10 @@
 
 mod crew;
 mod dispatch;
+mod entry;
 mod queue;
+mod threads;
+mod watchdog;
 mod wire;
 
 use std::io;
