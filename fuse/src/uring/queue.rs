@@ -24,6 +24,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use nix::sys::eventfd::{EfdFlags, EventFd};
@@ -74,9 +75,8 @@ pub(crate) struct Shared<T: InodeTable> {
     pub(super) max_threads: usize,
     /// Requests answered through the rings.
     pub(super) served: Arc<AtomicU64>,
-    /// Threads running (serving and the watchdog), and their end.
-    pub(super) running: Mutex<usize>,
-    pub(super) ended: Condvar,
+    /// Threads running (serving and the watchdog).
+    pub(super) running: Arc<Running>,
 }
 
 thread_local! {
@@ -145,8 +145,7 @@ impl<T: InodeTable> Shared<T> {
             queues,
             max_threads: threads + 1,
             served,
-            running: Mutex::new(0),
-            ended: Condvar::new(),
+            running: Arc::default(),
         })
     }
 
@@ -219,17 +218,48 @@ impl<T: InodeTable> Shared<T> {
         }
     }
 
-    pub(super) fn ended(&self) {
-        *lock(&self.running) -= 1;
+    /// Waits until every thread has ended (with the connection).
+    pub(crate) fn join(&self) {
+        self.running.join();
+    }
+}
+
+/// The rings' threads running (serving and the watchdog): each counted
+/// from before its spawn until it has dropped its share of the rings
+/// (`threads.rs`), so that once [`join`](Running::join) returns, no thread
+/// holds the server any more (the last reference to it may be the
+/// caller's, whose drop then closes every host descriptor).
+#[derive(Default)]
+pub(super) struct Running {
+    count: Mutex<usize>,
+    ended: Condvar,
+}
+
+impl Running {
+    /// Counts a thread about to be spawned.
+    pub(super) fn begin(&self) {
+        *lock(&self.count) += 1;
+    }
+
+    /// A thread ended (or never started).
+    pub(super) fn end(&self) {
+        *lock(&self.count) -= 1;
         self.ended.notify_all();
     }
 
-    /// Waits until every thread has ended (with the connection).
-    pub(crate) fn join(&self) {
-        let mut running = lock(&self.running);
-        while *running > 0 {
-            running = self.ended.wait(running).unwrap_or_else(|e| e.into_inner());
+    /// Waits until every thread counted has ended.
+    pub(super) fn join(&self) {
+        let mut count = lock(&self.count);
+        while *count > 0 {
+            count = self.ended.wait(count).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// Sleeps for `tick`, or less if a thread ends meanwhile (the
+    /// watchdog's tick).
+    pub(super) fn sleep(&self, tick: Duration) {
+        let count = lock(&self.count);
+        let _ = self.ended.wait_timeout(count, tick);
     }
 }
 

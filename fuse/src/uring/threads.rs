@@ -30,13 +30,18 @@ pub(crate) fn start<T: InodeTable>(shared: &Arc<Shared<T>>) -> io::Result<()> {
         let qid = u16::try_from(qid).expect("fewer than 65,536 CPUs");
         spawn_server(shared, qid, true)?;
     }
-    *lock(&shared.running) += 1;
-    let watched = shared.clone();
+    shared.running.begin();
+    let (watched, running) = (shared.clone(), shared.running.clone());
     let spawned = std::thread::Builder::new()
         .name("lockref-fuse-ring-watchdog".into())
-        .spawn(move || watch(&watched));
+        .spawn(move || {
+            watch(&watched);
+            // Counted until nothing of the thread holds the rings.
+            drop(watched);
+            running.end();
+        });
     if let Err(e) = spawned {
-        shared.ended();
+        shared.running.end();
         return Err(e);
     }
     Ok(())
@@ -60,14 +65,19 @@ fn spawn_server<T: InodeTable>(
 ) -> io::Result<()> {
     let queue = &shared.queues[usize::from(qid)];
     queue.crew.join();
-    *lock(&shared.running) += 1;
-    let serving = shared.clone();
+    shared.running.begin();
+    let (serving, running) = (shared.clone(), shared.running.clone());
     let spawned = std::thread::Builder::new()
         .name(format!("lockref-fuse-ring-{qid}"))
-        .spawn(move || serve_queue(&serving, qid, register));
+        .spawn(move || {
+            serve_queue(&serving, qid, register);
+            // Counted until nothing of the thread holds the rings.
+            drop(serving);
+            running.end();
+        });
     if let Err(e) = spawned {
         queue.crew.leave(true);
-        shared.ended();
+        shared.running.end();
         return Err(e);
     }
     Ok(())
@@ -132,7 +142,6 @@ fn serve_queue<T: InodeTable>(shared: &Arc<Shared<T>>, qid: u16, register_entrie
         }
     }
     queue.crew.leave(false);
-    shared.ended();
 }
 
 /// Waits for and takes one request of queue `qid` (an entry's

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::queue::{lock, Shared};
+use super::queue::Shared;
 use super::threads::add_server;
 use crate::table::InodeTable;
 
@@ -34,10 +34,7 @@ pub(super) fn watch<T: InodeTable>(shared: &Arc<Shared<T>>) {
         } else {
             STALL_TICK
         };
-        {
-            let running = lock(&shared.running);
-            let _ = shared.ended.wait_timeout(running, tick);
-        }
+        shared.running.sleep(tick);
         // Relaxed: a stale count costs a tick.
         if shared
             .queues
@@ -63,5 +60,4 @@ pub(super) fn watch<T: InodeTable>(shared: &Arc<Shared<T>>) {
         }
         idle_ticks = if busy { 0 } else { idle_ticks + 1 };
     }
-    shared.ended();
 }
