@@ -171,7 +171,7 @@ impl<T: InodeTable> Passthrough<T> {
             OFlag::from_bits_truncate(flags),
             Mode::from_bits_truncate(mode),
         )?;
-        let attr = self.lookup_child(&parent, name)?;
+        let attr = self.lookup_made_child(&parent, name)?;
         // The kernel holds the lookup just counted until our reply: the
         // handle's own reference cannot miss.
         let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;

@@ -83,8 +83,9 @@ pub struct Passthrough<T: InodeTable> {
     pub(crate) lookups: AtomicU64,
     /// `READDIR` and `READDIRPLUS` requests served.
     pub(crate) listings: AtomicU64,
-    /// `READDIRPLUS` entries answered from the table, nothing opened.
-    pub(crate) listed_known: AtomicU64,
+    /// `LOOKUP`s and `READDIRPLUS` entries answered from the table,
+    /// nothing opened.
+    pub(crate) found_known: AtomicU64,
     /// `GETXATTR` requests for a POSIX ACL.
     pub(crate) acl_reads: AtomicU64,
     pub(crate) ttl: Duration,
@@ -170,7 +171,7 @@ impl<T: InodeTable> Passthrough<T> {
             memory_trims: AtomicU64::new(0),
             lookups: AtomicU64::new(0),
             listings: AtomicU64::new(0),
-            listed_known: AtomicU64::new(0),
+            found_known: AtomicU64::new(0),
             acl_reads: AtomicU64::new(0),
             ttl: options.ttl,
             shares: Shares::new(crate::mount::MountConfig::default().threads),
@@ -253,11 +254,12 @@ impl<T: InodeTable> Passthrough<T> {
         self.listings.load(Ordering::Relaxed)
     }
 
-    /// `READDIRPLUS` entries whose host inode the table had live (most
-    /// often looked up before the listing): each answered with one
-    /// `statx` by name, no descriptor opened or closed.
-    pub fn listed_known(&self) -> u64 {
-        self.listed_known.load(Ordering::Relaxed)
+    /// `LOOKUP`s and `READDIRPLUS` entries whose host inode the table had
+    /// live (a listed name looked up before the listing) or kept (an inode
+    /// the kernel forgot): each answered with one `statx` by name, no
+    /// descriptor opened or closed.
+    pub fn found_known(&self) -> u64 {
+        self.found_known.load(Ordering::Relaxed)
     }
 
     /// `GETXATTR` requests for a POSIX ACL: the kernel's permission checks

@@ -84,6 +84,52 @@ impl DescriptorSlot {
             ..Self::default()
         }
     }
+
+    /// Readies the slot's inode to be kept after the kernel forgot it:
+    /// its handle made now if it had none (`name_to_handle_at`), then its
+    /// descriptor given up. Whether it may be kept: `false` where no handle
+    /// could be made (the inode then dies, its descriptor closed).
+    ///
+    /// A kept inode holds no descriptor: one on a file unlinked through
+    /// the mount (whose inode the kernel forgets at once) would keep the
+    /// host file's blocks allocated until evicted; and the budget of
+    /// descriptors stays the live inodes'. A request on the inode once the
+    /// kernel finds it again reopens it by the handle, as after an
+    /// eviction. Under the slot's write lock, which an eviction takes too,
+    /// so an empty slot still always has its handle.
+    pub(crate) fn release_to_keep(&self) -> bool {
+        let mut fd = self.fd.write().unwrap_or_else(|e| e.into_inner());
+        if self.handle.get().is_none() {
+            let Some(held) = fd.as_ref() else {
+                // Emptied with no handle: never (only an eviction empties
+                // a slot, after making its handle).
+                return false;
+            };
+            match Self::handle_of(held) {
+                Some(handle) => {
+                    let _ = self.handle.set(handle);
+                }
+                None => return false,
+            }
+        }
+        // Closed here unless a request still holds it (then when it ends).
+        drop(fd.take());
+        true
+    }
+
+    #[cfg(feature = "server")]
+    fn handle_of(fd: &OwnedFd) -> Option<FileHandleBytes> {
+        use std::os::fd::AsFd;
+        crate::file_handle::handle_of(fd.as_fd())
+            .ok()
+            .map(|(handle, _)| handle)
+    }
+
+    /// Without the server, nothing makes handles.
+    #[cfg(not(feature = "server"))]
+    fn handle_of(_: &OwnedFd) -> Option<FileHandleBytes> {
+        None
+    }
 }
 
 impl fmt::Debug for DescriptorSlot {

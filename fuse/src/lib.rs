@@ -111,7 +111,7 @@ pub use crate::descriptors::DescriptorStats;
 #[cfg(feature = "server")]
 pub use crate::fs::Passthrough;
 pub use crate::host_inode::{DescriptorSlot, FileHandleBytes, HostInode};
-pub use crate::lockref_inodes::{LockrefInode, LockrefTable};
+pub use crate::lockref_inodes::{LockrefInode, LockrefTable, KEEP_FORGOTTEN};
 #[cfg(feature = "server")]
 pub use crate::mount::MountConfig;
 #[cfg(feature = "server")]

@@ -8,9 +8,20 @@
 //! under an epoch pin (no lock, no other shared write); the
 //! kernel's lookups are the
 //! table's peer references (`Table::hand_out`), given back by `FORGET`
-//! without a lock unless they are the last; an inode with no reference
-//! left dies (the table removes it and drops its host descriptor). No `unsafe`
-//! here: the table does the counting, the removal and the deferred reuse.
+//! without a lock unless they are the last.
+//!
+//! **Keep or kill at zero.** An inode the kernel forgot is kept, up to
+//! [`KEEP_FORGOTTEN`] of them on the table's LRU (oldest dropped first),
+//! when it is named by file handle and born at a known time: the kernel
+//! forgets inodes it will ask for again (`drop_caches`, memory pressure),
+//! and a `LOOKUP` of a kept one is one `statx` by name and one atomic on
+//! the entry, with no `openat`, no new entry, no descriptor registered
+//! ([`InodeTable::lookup_known`]). Kept, it gives up its descriptor (its
+//! handle made first, `DescriptorSlot::release_to_keep`); the birth time
+//! makes its key one no later file has, where a reused inode number alone
+//! could be (N2). Every other inode dies at zero (the table removes it and
+//! drops its host descriptor). No `unsafe` here: the table does the
+//! counting, the keeping, the removal and the deferred reuse.
 
 use std::ops::Deref;
 
@@ -20,6 +31,22 @@ use crate::host_inode::HostInode;
 use crate::node_id::NodeIds;
 use crate::slot_hints::SlotHints;
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ServerHasher, ROOT_ID};
+
+/// The forgotten inodes the server's table keeps (at about 300 bytes
+/// each: the entry's slot, its handle and the descriptor slot, 2.4 MiB
+/// at most).
+pub const KEEP_FORGOTTEN: usize = 8_192;
+
+/// Whether an inode whose last reference went is kept (the module's
+/// text): named by file handle, with a birth time, and its handle made.
+/// Called by the table under the entry's lock, only while the bound keeps
+/// any.
+fn kept_when_forgotten(inode: &InodeData) -> bool {
+    match &inode.host {
+        HostInode::Handle(slot) => inode.key.birth != 0 && slot.release_to_keep(),
+        HostInode::Descriptor(_) => false,
+    }
+}
 
 /// An inode of the counted table.
 #[derive(Debug)]
@@ -38,13 +65,13 @@ impl Deref for LockrefInode {
 /// that takes no lock unless it is the last, the kernel's lookups counted
 /// and checked by the table.
 ///
-/// `KEEP_UNUSED` is the table's [`Config::max_unused`]: the server keeps
-/// none (`0`, the default: an inode the kernel forgot closes its host
-/// descriptor at once). A positive bound keeps up to that many forgotten
-/// inodes on the table's LRU, findable again, as a store that caches
-/// would; the harness's `hotinode` testcase runs both, since the kept
-/// entry's last put takes the LRU's lock beside the entry's.
-pub struct LockrefTable<const KEEP_UNUSED: usize = 0> {
+/// `KEEP_UNUSED` is the table's [`Config::max_unused`]: the forgotten
+/// inodes kept, findable again ([`KEEP_FORGOTTEN`] by default, the
+/// server's; the module's text says which). `0` keeps none: an inode the
+/// kernel forgot dies at once. The harness's `hotinode` testcase runs
+/// both, since the kept entry's last put takes the LRU's lock beside the
+/// entry's.
+pub struct LockrefTable<const KEEP_UNUSED: usize = KEEP_FORGOTTEN> {
     table: Table<u64, LockrefInode>,
     ids: NodeIds,
     /// Which slot holds a node id, so a request reaches its inode by slot.
@@ -62,15 +89,13 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     };
 
     fn new(root: HostInode, key: Key) -> Self {
-        // By default no inode is kept at zero (the kernel forgot it and
-        // nothing has it open): its host descriptor is closed.
         let table = Table::with_keep_and_hasher(
             Config {
                 buckets: 1 << 16,
                 max_unused: KEEP_UNUSED,
                 ..Config::default()
             },
-            |_, _| true,
+            |_, inode: &LockrefInode| kept_when_forgotten(&inode.data),
             ServerHasher::default(),
         );
         let root = table.find_or_insert_with(ROOT_ID, |_| LockrefInode {
@@ -159,8 +184,24 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     }
 
     fn inodes(&self) -> usize {
-        // The kept ones are not the kernel's.
-        self.table.len().saturating_sub(self.table.unused())
+        if KEEP_UNUSED == 0 {
+            return self.table.len();
+        }
+        // The kept ones are not the kernel's, and one revived stays on the
+        // LRU's count until reclaimed or kept again: the entries held are
+        // counted one by one (a snapshot, for tests and reports; each
+        // handle taken here counts one, so an entry someone else holds
+        // counts more).
+        self.table
+            .handles()
+            .iter()
+            .filter(|inode| inode.count() > 1)
+            .count()
+    }
+
+    fn kept(&self) -> usize {
+        // Revived ones among them until reclaimed or kept again: a bound.
+        self.table.unused()
     }
 
     fn kernel_lookups(&self, id: u64) -> Option<u64> {

@@ -20,8 +20,22 @@ use crate::table::{InodeTable, ROOT_ID};
 
 impl<T: InodeTable> Passthrough<T> {
     /// Looks `name` up in the directory `parent` on the host and counts one
-    /// kernel lookup on it: the attributes to reply with.
+    /// kernel lookup on it: the attributes to reply with. While the table
+    /// keeps inodes the kernel forgot, as
+    /// [`lookup_listed_child`](Self::lookup_listed_child) does: one of them
+    /// is found again with one `statx` (a name not in the table costs that
+    /// `statx` more; a missing one costs the same one call).
     pub(crate) fn lookup_child(
+        &self,
+        parent: &Live<T::Ref>,
+        name: &OsStr,
+    ) -> Result<FileAttr, Errno> {
+        self.look_up(parent, name, self.table.kept() > 0)
+    }
+
+    /// [`lookup_child`](Self::lookup_child) of a name just made: never in
+    /// the table, so opened at once.
+    pub(crate) fn lookup_made_child(
         &self,
         parent: &Live<T::Ref>,
         name: &OsStr,
@@ -44,22 +58,24 @@ impl<T: InodeTable> Passthrough<T> {
         self.look_up(parent, name, true)
     }
 
+    /// Looks `name` up; with `known_first`, by `statx` first, opening it
+    /// only if the table has not the inode (live or kept).
     fn look_up(
         &self,
         parent: &Live<T::Ref>,
         name: &OsStr,
-        listed: bool,
+        known_first: bool,
     ) -> Result<FileAttr, Errno> {
         #[cfg(feature = "testing")]
         self.fault.check()?;
-        if listed {
+        if known_first {
             if let Some(found) = host::stat_name_for_lookup(parent.fd(), name)? {
                 if let Some(id) = self
                     .table
                     .lookup_known(host::key_of(&found.st, found.birth))
                 {
                     // Relaxed: a counter for tests and reports.
-                    self.listed_known.fetch_add(1, Ordering::Relaxed);
+                    self.found_known.fetch_add(1, Ordering::Relaxed);
                     return Ok(host::attr(&found.st, id));
                 }
             }
@@ -120,7 +136,7 @@ impl<T: InodeTable> Passthrough<T> {
         let parent = self.inode(parent)?;
         let _as = self.as_caller(caller)?;
         make(parent.fd(), name).map_err(errno)?;
-        self.lookup_child(&parent, name)
+        self.lookup_made_child(&parent, name)
     }
 
     /// `UNLINK` or `RMDIR`.

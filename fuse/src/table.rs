@@ -100,12 +100,13 @@ pub trait InodeTable: Send + Sync + 'static {
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64;
 
     /// One more of the kernel's lookups on the inode of `key` if the table
-    /// has it live under the node id made from the key alone (the root's,
-    /// or the host inode number of an inode on the root's device): its
-    /// node id; `None`, with nothing counted, otherwise (the caller then
-    /// opens the host inode and calls [`lookup`](Self::lookup)). A
-    /// `READDIRPLUS` entry the kernel looked up already costs one `statx`
-    /// this way, no `openat` and `close`.
+    /// has it, live or [kept](Self::kept), under the node id made from the
+    /// key alone (the root's, or the host inode number of an inode on the
+    /// root's device): its node id; `None`, with nothing counted, otherwise
+    /// (the caller then opens the host inode and calls
+    /// [`lookup`](Self::lookup)). A `READDIRPLUS` entry the kernel looked
+    /// up already, or a `LOOKUP` of an inode it forgot and the table kept,
+    /// costs one `statx` this way, no `openat` and `close`.
     fn lookup_known(&self, key: Key) -> Option<u64>;
 
     /// The inode of node id `id`, referenced, if the kernel may name it.
@@ -122,6 +123,15 @@ pub trait InodeTable: Send + Sync + 'static {
     /// Inodes in the table, the root included (never empty: the table
     /// holds the root).
     fn inodes(&self) -> usize;
+
+    /// Inodes the kernel forgot that the table keeps, found again by
+    /// [`lookup_known`](Self::lookup_known) (none but in a table that
+    /// keeps them, `LockrefTable`'s; there, those revived since may still
+    /// be counted: an upper bound). While there are any, a `LOOKUP` asks
+    /// `statx` by name first.
+    fn kept(&self) -> usize {
+        0
+    }
 
     /// Whether only the root is left.
     fn only_root(&self) -> bool {

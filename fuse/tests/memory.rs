@@ -41,7 +41,12 @@ fn look_up_all<T: InodeTable>(m: &Mount<T>) {
 #[test]
 fn memory_freed_by_a_mass_forget_goes_back_to_the_host() {
     require_mount!();
-    with_mount::<LockrefTable>(|m| {
+    // The table that keeps no forgotten inode: every one dies, and what
+    // it owned must go back. The server's table keeps up to
+    // `KEEP_FORGOTTEN` of them (`tests/table.rs`,
+    // `forgotten_inodes_are_kept_up_to_the_bound`): here, 8,192 of the
+    // 40,000 kept 1.9 MiB (5% returned, not 14%).
+    with_mount::<LockrefTable<0>>(|m| {
         fs::create_dir(m.host("d")).unwrap();
         for i in 0..INODES {
             fs::write(m.host(&format!("d/f{i}")), "").unwrap();

@@ -421,9 +421,71 @@ fn a_missing_name_is_cached_as_a_negative_entry<T: InodeTable>() {
 }
 on_both_tables!(a_missing_name_is_cached_as_a_negative_entry);
 
+/// An inode the kernel forgot is kept by the lockref table (named by file
+/// handle, born at a known time): found again by the next `LOOKUP` with
+/// one `statx`, nothing opened (`found_known`), with the host's inode
+/// number; kept, it holds no descriptor, so a file unlinked through the
+/// mount keeps no blocks of the host's. Before, every forgotten inode
+/// died, and each `LOOKUP` after a `drop_caches` opened its name again.
+#[test]
+fn a_forgotten_inode_is_kept_and_found_again_by_name_with_nothing_opened() {
+    require_mount!();
+    with_mount::<lockref_fuse::LockrefTable>(|m| {
+        fs::create_dir(m.host("d")).unwrap();
+        for i in 0..10 {
+            fs::write(m.host(&format!("d/f{i}")), b"kept").unwrap();
+        }
+        let host_ino = |name: &str| fs::symlink_metadata(m.host(name)).unwrap().ino();
+        for i in 0..10 {
+            fs::symlink_metadata(m.at(&format!("d/f{i}"))).unwrap();
+        }
+        fs::write(m.at("gone"), vec![7u8; 1 << 20]).unwrap();
+        fs::remove_file(m.at("gone")).unwrap();
+        assert!(m.forget_all(), "the kernel forgot every inode");
+        let kept = m.fs.table().kept();
+        assert!(
+            kept >= 11,
+            "d and its ten files kept (the unlinked file may be too): {kept}"
+        );
+        let deleted: Vec<String> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
+            .map(|target| target.display().to_string())
+            .filter(|target| target.contains("gone") && target.ends_with("(deleted)"))
+            .collect();
+        assert!(
+            deleted.is_empty(),
+            "no descriptor holds the unlinked file: {deleted:?}"
+        );
+        let known = m.fs.found_known();
+        let lookups = m.fs.lookups();
+        for i in 0..10 {
+            let name = format!("d/f{i}");
+            let st = fs::symlink_metadata(m.at(&name)).unwrap();
+            assert_eq!(st.ino(), host_ino(&name), "{name}: the host's number");
+        }
+        assert_eq!(
+            m.fs.lookups() - lookups,
+            11,
+            "d and its ten files looked up"
+        );
+        assert_eq!(
+            m.fs.found_known() - known,
+            11,
+            "each found again with nothing opened"
+        );
+        assert_eq!(
+            fs::read(m.at("d/f3")).unwrap(),
+            b"kept",
+            "reopened by its handle"
+        );
+        assert!(m.forget_all(), "every lookup counted comes back");
+    });
+}
+
 /// A `READDIRPLUS` entry whose inode the kernel has looked up already is
 /// answered from the table with one `statx` by name, nothing opened
-/// (`listed_known`); one never looked up is opened and looked up as a
+/// (`found_known`); one never looked up is opened and looked up as a
 /// `LOOKUP` is. Either way the listing gives the host's inode numbers, and
 /// every lookup counted comes back when the kernel forgets.
 fn a_listed_entry_looked_up_before_is_not_opened_again<T: InodeTable>() {
@@ -435,7 +497,7 @@ fn a_listed_entry_looked_up_before_is_not_opened_again<T: InodeTable>() {
         for i in 0..4 {
             fs::symlink_metadata(m.at(&format!("d/f{i}"))).unwrap();
         }
-        let known = m.fs.listed_known();
+        let known = m.fs.found_known();
         let listings = m.fs.listings();
         // Ten entries fit the first page, which the kernel always asks
         // for with READDIRPLUS.
@@ -449,7 +511,7 @@ fn a_listed_entry_looked_up_before_is_not_opened_again<T: InodeTable>() {
         listed.sort();
         assert!(m.fs.listings() > listings, "the listing reached the server");
         assert_eq!(
-            m.fs.listed_known() - known,
+            m.fs.found_known() - known,
             4,
             "the four looked up, and only those, answered from the table"
         );

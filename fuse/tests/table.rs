@@ -4,7 +4,8 @@
 //! was.
 
 use lockref_fuse::{
-    DashmapTable, ForgetError, HostInode, InodeTable, Key, LockrefTable, VirtiofsdTable, ROOT_ID,
+    DashmapTable, DescriptorSlot, FileHandleBytes, ForgetError, HostInode, InodeTable, Key,
+    LockrefTable, VirtiofsdTable, KEEP_FORGOTTEN, ROOT_ID,
 };
 
 fn fd() -> HostInode {
@@ -346,4 +347,61 @@ fn a_number_given_again_is_an_inode_of_its_own_virtiofsd() {
 #[test]
 fn a_number_given_again_is_an_inode_of_its_own_dashmap() {
     a_number_given_again_is_an_inode_of_its_own::<DashmapTable>();
+}
+
+/// A host inode named by a file handle, with no descriptor.
+fn handle() -> HostInode {
+    HostInode::Handle(std::sync::Arc::new(DescriptorSlot::of_handle(
+        FileHandleBytes::new(1, &[0; 8]),
+    )))
+}
+
+/// The server's table keeps the inodes the kernel forgot, up to
+/// [`KEEP_FORGOTTEN`], the oldest dropped first: only those named by file
+/// handle and born at a known time (a descriptor would stay open; a key
+/// with no birth could be a later file's). A kept inode is found again by
+/// `lookup_known` under its node id, and is the kernel's again.
+#[test]
+fn forgotten_inodes_are_kept_up_to_the_bound() {
+    let t = table::<LockrefTable>();
+    let born = |ino: u64| Key {
+        birth: 7,
+        ..key(ino)
+    };
+    let many = KEEP_FORGOTTEN as u64 + 100;
+    for ino in 2..2 + many {
+        assert_eq!(t.lookup(born(ino), handle), ino);
+        t.forget(ino, 1).unwrap();
+    }
+    assert_eq!(
+        (t.kept(), t.inodes()),
+        (KEEP_FORGOTTEN, 1),
+        "bounded, none the kernel's"
+    );
+    assert_eq!(t.lookup_known(born(2)), None, "the oldest dropped");
+    let last = 1 + many;
+    assert_eq!(t.lookup_known(born(last)), Some(last), "the newest kept");
+    assert_eq!(t.kernel_lookups(last), Some(1));
+    assert_eq!(
+        t.lookup_known(Key {
+            birth: 8,
+            ..born(last - 1)
+        }),
+        None,
+        "another birth"
+    );
+    t.forget(last, 1).unwrap();
+
+    let a = t.lookup(key(5_000_000), handle);
+    let b = t.lookup(born(5_000_001), fd);
+    let kept = t.kept();
+    t.forget(a, 1).unwrap();
+    t.forget(b, 1).unwrap();
+    assert_eq!(t.kept(), kept, "no birth, or a descriptor: not kept");
+    assert_eq!(t.lookup_known(key(5_000_000)), None);
+
+    let none = table::<LockrefTable<0>>();
+    none.lookup(born(2), handle);
+    none.forget(2, 1).unwrap();
+    assert_eq!(none.kept(), 0, "a bound of 0 keeps none");
 }

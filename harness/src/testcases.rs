@@ -335,13 +335,13 @@ pub enum State {
     /// The virtiofsd-style FUSE inode table.
     VirtiofsdInodes(RequestMix<VirtiofsdTable>),
     /// The lockref FUSE inode table.
-    LockrefInodes(RequestMix<LockrefTable>),
+    LockrefInodes(RequestMix<LockrefTable<0>>),
     /// The FUSE inode table on `dashmap`'s sharded maps.
     DashmapInodes(RequestMix<DashmapTable>),
     /// The hot inode on the virtiofsd-style table.
     VirtiofsdHot(HotInode<VirtiofsdTable>),
     /// The hot inode on the lockref table.
-    LockrefHot(HotInode<LockrefTable>),
+    LockrefHot(HotInode<LockrefTable<0>>),
     /// The hot inode on the dashmap table.
     DashmapHot(HotInode<DashmapTable>),
     /// The hot inode on the lockref table that keeps forgotten inodes.
