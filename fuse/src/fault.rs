@@ -124,3 +124,40 @@ impl Stall {
         state.held -= 1;
     }
 }
+
+/// The hooks, on the server (test builds only).
+impl<T: crate::table::InodeTable> crate::fs::Passthrough<T> {
+    /// Test builds (feature `testing`): after `allowed` more lookups, every
+    /// lookup fails with `errno` until [`heal`](Self::heal).
+    pub fn fail_lookups_after(&self, allowed: u32, errno: i32) {
+        self.fault.arm(allowed, errno);
+    }
+
+    /// Test builds: lookups succeed again.
+    pub fn heal(&self) {
+        self.fault.disarm();
+    }
+
+    /// Test builds: the lookups of user `uid` are held in the server, each
+    /// on the thread serving it, until [`release_held`](Self::release_held)
+    /// (a host slow to answer that user).
+    pub fn hold_lookups_of(&self, uid: u32) {
+        self.stall.hold(uid);
+    }
+
+    /// Test builds: waits until `n` lookups are held, for at most `limit`;
+    /// whether they are.
+    pub fn wait_until_held(&self, n: usize, limit: std::time::Duration) -> bool {
+        self.stall.wait_held(n, limit)
+    }
+
+    /// Test builds: the lookups held now.
+    pub fn held_lookups(&self) -> usize {
+        self.stall.held()
+    }
+
+    /// Test builds: the held lookups go on; none is held after.
+    pub fn release_held(&self) {
+        self.stall.release();
+    }
+}

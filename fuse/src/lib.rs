@@ -31,6 +31,7 @@
 //! | [`VirtiofsdTable`] (virtiofsd-style) | `virtiofsd_inodes.rs` |
 //! | [`DashmapTable`] (on `dashmap`, measured only) | `dashmap_inodes.rs` |
 //! | the filesystem's state, how a request reaches its inode, [`Passthrough`] | `fs.rs` |
+//! | what the server has done, for tests and reports (its counters) | `reports.rs` |
 //! | `LOOKUP`, `MKNOD`, `MKDIR`, `SYMLINK`, `LINK`, `UNLINK`, `RMDIR`, `RENAME`, `READLINK` | `names.rs` |
 //! | `GETATTR`, `SETATTR`, `ACCESS`, `STATFS` | `attrs.rs` |
 //! | `OPEN`, `CREATE`, `READ`, `WRITE`, `FLUSH`, `FSYNC`, `RELEASE` | `files.rs` |
@@ -88,6 +89,8 @@ mod node_id;
 mod options;
 #[cfg(feature = "server")]
 mod ranges;
+#[cfg(feature = "server")]
+mod reports;
 #[cfg(feature = "server")]
 mod root_alias;
 #[cfg(feature = "server")]
