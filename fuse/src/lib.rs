@@ -47,11 +47,15 @@
 //! | `name_to_handle_at`, `open_by_handle_at` | `file_handle.rs` |
 //! | the bounded cache of reopened descriptors | `descriptors.rs` |
 //! | memory given back to the host after many `FORGET`s | `trim.rs` |
+//! | each serving thread's own umask, the caller's at a creation | `umask.rs` |
 //! | a request's inode with its descriptor (`Live`) | `live.rs` |
 //! | [`Options`], [`HostInodes`], [`DEFAULT_TTL`] | `options.rs` |
 //! | extended attributes and POSIX ACLs | `xattr.rs` |
 //! | fallocate, `SEEK_DATA`/`SEEK_HOLE`, copy_file_range | `ranges.rs` |
 //! | [`RequestMix`], [`HotInode`]: the tables' share of requests, for measurements | `workload.rs` |
+//! | each user's share of the serving threads, a lone user's turns in one word | `shares/` |
+//! | FUSE over io_uring: the rings, their threads and watchdog, the wire format | `uring/` |
+//! | fault hooks for the tests (feature `testing`) | `fault.rs` |
 
 #[cfg(feature = "server")]
 mod attrs;
@@ -101,6 +105,8 @@ mod slot_hints;
 mod table;
 #[cfg(feature = "server")]
 mod trim;
+#[cfg(feature = "server")]
+mod umask;
 #[cfg(feature = "server")]
 mod uring;
 mod virtiofsd_inodes;

@@ -241,11 +241,16 @@ impl<T: InodeTable> Passthrough<T> {
 
     /// The mode a new inode in directory `parent` is made with: with
     /// `FUSE_POSIX_ACL` (and so `FUSE_DONT_MASK`) the kernel leaves the
-    /// caller's umask to the server, and the host (whose umask the server
-    /// set to 0) applies the directory's default ACL. As the host's own
-    /// `open(O_CREAT)` does, the umask applies only where the directory
-    /// has no default ACL.
+    /// caller's umask to the server. The serving thread takes the caller's
+    /// umask (`umask.rs`), and the host applies it or the directory's
+    /// default ACL, as for the caller: the mode as asked. Where the thread
+    /// cannot have a umask of its own (its umask is the process's, 0), the
+    /// umask is applied here unless the directory has a default ACL, as the
+    /// host's own `open(O_CREAT)` does.
     pub(crate) fn creation_mode(&self, parent: BorrowedFd<'_>, mode: u32, umask: u32) -> u32 {
+        if crate::umask::set_for_creation(umask) {
+            return mode;
+        }
         let path = host::proc_path(parent);
         match rustix::fs::getxattr_query(path.as_c_str(), DEFAULT_ACL) {
             Ok(len) if len > 0 => mode,
