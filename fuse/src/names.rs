@@ -2,6 +2,7 @@
 //! `LINK`, `UNLINK`, `RMDIR`, `RENAME` and `READLINK`, each on checked
 //! single names in a directory's descriptor, as the caller.
 
+use std::cell::Cell;
 use std::ffi::OsStr;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
@@ -21,7 +22,8 @@ use crate::table::{InodeTable, ROOT_ID};
 impl<T: InodeTable> Passthrough<T> {
     /// Looks `name` up in the directory `parent` on the host and counts one
     /// kernel lookup on it: the attributes to reply with. While the table
-    /// keeps inodes the kernel forgot, as
+    /// keeps inodes the kernel forgot, and this thread's recent lookups
+    /// found them more often than not ([`known_likely`]), as
     /// [`lookup_listed_child`](Self::lookup_listed_child) does: one of them
     /// is found again with one `statx` (a name not in the table costs that
     /// `statx` more; a missing one costs the same one call).
@@ -30,7 +32,7 @@ impl<T: InodeTable> Passthrough<T> {
         parent: &Live<T::Ref>,
         name: &OsStr,
     ) -> Result<FileAttr, Errno> {
-        self.look_up(parent, name, self.table.kept() > 0)
+        self.look_up(parent, name, self.table.kept() > 0 && known_likely())
     }
 
     /// [`lookup_child`](Self::lookup_child) of a name just made: never in
@@ -59,7 +61,9 @@ impl<T: InodeTable> Passthrough<T> {
     }
 
     /// Looks `name` up; with `known_first`, by `statx` first, opening it
-    /// only if the table has not the inode (live or kept).
+    /// only if the table has not the inode (live or kept). Each outcome
+    /// that tells whether `statx` first pays is counted in this thread's
+    /// score ([`known_seen`]).
     fn look_up(
         &self,
         parent: &Live<T::Ref>,
@@ -76,9 +80,11 @@ impl<T: InodeTable> Passthrough<T> {
                 {
                     // Relaxed: a counter for tests and reports.
                     self.found_known.fetch_add(1, Ordering::Relaxed);
+                    known_seen(true);
                     return Ok(host::attr(&found.st, id));
                 }
             }
+            known_seen(false);
         }
         let fd = nix::fcntl::openat(
             parent.fd(),
@@ -89,11 +95,17 @@ impl<T: InodeTable> Passthrough<T> {
         .map_err(errno)?;
         let found = host::stat_for_lookup(fd.as_fd())?;
         let mut fresh = None;
+        let mut made = false;
         let id = self.table.lookup(host::key_of(&found.st, found.birth), || {
+            made = true;
             self.host_inode(fd, found.mount_id, &mut fresh)
         });
         if let Some(slot) = fresh {
             self.descriptors.register(&slot);
+        }
+        if !known_first && !made {
+            // The table had it: `statx` first would have paid.
+            known_seen(true);
         }
         Ok(host::attr(&found.st, id))
     }
@@ -244,5 +256,64 @@ impl<T: InodeTable> Passthrough<T> {
         let inode = self.inode(ino)?;
         let _as = self.as_caller(caller)?;
         nix::fcntl::readlinkat(inode.fd(), "").map_err(errno)
+    }
+}
+
+/// The most a thread's score ([`known_likely`]) moves either way: a run of
+/// this many lookups of new names stops the `statx` first, and as many
+/// found in the table bring it back.
+const KNOWN_SCORE_MAX: i8 = 8;
+
+thread_local! {
+    /// This thread's recent `LOOKUP`s that found their inode in the table
+    /// (or would have, by `statx` first), less the `statx` first that did
+    /// not, within [`KNOWN_SCORE_MAX`] either way. Per thread: no shared
+    /// line is written for it.
+    static KNOWN_SCORE: Cell<i8> = const { Cell::new(0) };
+}
+
+/// Whether `statx` first is likely to find the inode in the table: while
+/// this thread's lookups find it as often as not. A walk over names never
+/// looked up (a first `find`, a build reading new files) stops it after a
+/// few, each then costing an `openat` and a `statx` as before the table
+/// kept anything; a cold `git status` after `drop_caches` keeps it on.
+fn known_likely() -> bool {
+    KNOWN_SCORE.get() >= 0
+}
+
+/// Counts one lookup's outcome in this thread's score.
+fn known_seen(found: bool) {
+    let score = KNOWN_SCORE.get();
+    KNOWN_SCORE.set(if found {
+        (score + 1).min(KNOWN_SCORE_MAX)
+    } else {
+        (score - 1).max(-KNOWN_SCORE_MAX)
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of new names turns `statx` first off after a few; as many
+    /// found in the table turn it back on; the score never runs past its
+    /// bound, so a long walk is undone by a short run of finds.
+    #[test]
+    fn statx_first_follows_what_this_threads_lookups_found() {
+        std::thread::spawn(|| {
+            assert!(known_likely(), "on at the start");
+            for _ in 0..1000 {
+                known_seen(false);
+            }
+            assert!(!known_likely(), "off after new names");
+            for _ in 0..KNOWN_SCORE_MAX - 1 {
+                known_seen(true);
+            }
+            assert!(!known_likely(), "bounded: not back before");
+            known_seen(true);
+            assert!(known_likely(), "back after as many finds as the bound");
+        })
+        .join()
+        .unwrap();
     }
 }
