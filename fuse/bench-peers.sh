@@ -153,6 +153,8 @@ for i in range(n):
         except FileNotFoundError: pass
     elif mode == "open":
         os.close(os.open(path, os.O_RDONLY))
+    elif mode == "stat":
+        os.lstat(path + str(i))
     else:
         fd = os.open(path + str(i), os.O_CREAT | os.O_WRONLY, 0o644)
         os.close(fd); os.unlink(path + str(i))'
@@ -183,12 +185,19 @@ run_workloads() { # SERVER ROUND
     # the host's, fuse-backend-rs its own), which is not what is measured.
     timed git_status_cold "git -C $mnt/repo status --porcelain > /dev/null; forget" \
         "git -C $mnt/repo status --porcelain"
+    # Names never looked up, right after the kernel forgot every inode
+    # (a server that keeps forgotten inodes has many kept): the first
+    # lookup of each.
+    local fresh="$src/fresh/$name-$round"
+    timed first_lookups "mkdir -p $fresh && (cd $fresh && seq 0 1999 | sed 's/^/f/' | xargs touch)" \
+        "$py -c '$py_loop' $mnt/fresh/$name-$round/f 2000 stat"
     timed git_status_warm_x3 "git -C $mnt/repo status --porcelain > /dev/null" \
         "for i in 1 2 3; do git -C $mnt/repo status --porcelain; done"
     timed ls_f_10000 "forget" "ls -f $mnt/many"
     timed read_256m "forget" "dd if=$mnt/big of=/dev/null bs=1M status=none"
     timed write_256m_fsync ":" "dd if=/dev/zero of=$mnt/w bs=1M count=256 conv=fsync status=none"
     rm -f "$src/w"
+    rm -rf "$fresh"
 }
 
 : > "$out/runs.csv"

@@ -16,13 +16,16 @@
 //! cost no `name_to_handle_at`.
 //!
 //! Accounting: every descriptor in a slot was installed with one entry in
-//! the clock, and an entry leaves the clock only after its slot was
-//! emptied or skipped for good (a dead inode's entry, whose descriptor
-//! closed with the inode, or one whose filesystem gave no handle, counted
-//! in [`DescriptorStats::unhandled`], which keeps its descriptor as an
-//! inode named by descriptor does). So the descriptors the cache holds never exceed
-//! the clock's length, which never exceeds the budget once an install
-//! returns; requests in flight hold at most one more each.
+//! the clock, and an entry leaves the clock when its inode died (its
+//! descriptor closed with it) or when the hand picks it, and then the
+//! installing thread empties its slot right after the clock's lock, or
+//! skips it for good (its filesystem gave no handle, counted in
+//! [`DescriptorStats::unhandled`]; it keeps its descriptor as an inode
+//! named by descriptor does). So once an install returns, the descriptors
+//! the cache holds exceed the clock's length, which never exceeds the
+//! budget, by at most the victims other installs are emptying at that
+//! moment (one each, usually); requests in flight hold at most one more
+//! each.
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, OwnedFd};
@@ -100,14 +103,46 @@ impl Descriptors {
     }
 
     /// Enters `slot`, which holds a descriptor just installed, in the
-    /// clock, and evicts past the budget.
+    /// clock, and evicts past the budget. The clock's lock only picks the
+    /// victims: their handles are made and their descriptors closed after
+    /// it (system calls, which under the lock held every other request's
+    /// install behind them).
     pub(crate) fn register(&self, slot: &Arc<DescriptorSlot>) {
-        let mut clock = self.clock.lock().unwrap_or_else(|e| e.into_inner());
-        clock.push_back(Arc::downgrade(slot));
+        let victims = {
+            let mut clock = self.clock.lock().unwrap_or_else(|e| e.into_inner());
+            clock.push_back(Arc::downgrade(slot));
+            Self::pick_victims(&mut clock, self.budget)
+        };
+        for victim in victims {
+            if !Self::has_handle(&victim) {
+                // No handle to reopen it by: it keeps its descriptor, out
+                // of the clock, as an inode named by descriptor does.
+                // Relaxed: a statistic.
+                self.unhandled.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let evicted = victim.fd.write().unwrap_or_else(|e| e.into_inner()).take();
+            if evicted.is_some() {
+                // Relaxed: a statistic.
+                self.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+            // Closed here, unless a request still holds it (then when it
+            // ends).
+            drop(evicted);
+        }
+    }
+
+    /// Takes the clock's entries past `budget` off it, second chances
+    /// given: the slots to empty.
+    fn pick_victims(
+        clock: &mut VecDeque<Weak<DescriptorSlot>>,
+        budget: usize,
+    ) -> Vec<Arc<DescriptorSlot>> {
+        let mut victims = Vec::new();
         // Second chances are bounded: after one full turn the hand evicts
         // whatever it meets, however often it is used.
         let mut chances = clock.len();
-        while clock.len() > self.budget {
+        while clock.len() > budget {
             let Some(entry) = clock.pop_front() else {
                 break;
             };
@@ -121,27 +156,17 @@ impl Descriptors {
                 clock.push_back(entry);
                 continue;
             }
-            if !Self::has_handle(&victim) {
-                // No handle to reopen it by: it keeps its descriptor, out
-                // of the clock, as an inode named by descriptor does.
-                // Relaxed: a statistic.
-                self.unhandled.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            let evicted = victim.fd.write().unwrap_or_else(|e| e.into_inner()).take();
-            if evicted.is_some() {
-                // Relaxed: a statistic.
-                self.evictions.fetch_add(1, Ordering::Relaxed);
-            }
+            victims.push(victim);
         }
+        victims
     }
 
     /// Whether `slot` has its file handle, made now from its descriptor
     /// if it had none: its first eviction. A slot is emptied only after
     /// this (under the slot's write lock, which a request finding it
     /// empty takes after), so a request always finds the handle to reopen
-    /// by. The call is made under the clock's lock: only past the budget,
-    /// once per inode.
+    /// by. Made past the budget only, once per inode (two evictions of one
+    /// slot may both make it: the first set is kept).
     fn has_handle(slot: &DescriptorSlot) -> bool {
         if slot.handle.get().is_some() {
             return true;
@@ -154,8 +179,8 @@ impl Descriptors {
         };
         match file_handle::handle_of(fd.as_fd()) {
             Ok((handle, _)) => {
-                // Another eviction of the slot cannot race this one: both
-                // hold the clock's lock.
+                // Another eviction of the slot may have set it meanwhile:
+                // the same inode's handle either way.
                 let _ = slot.handle.set(handle);
                 true
             }
