@@ -62,6 +62,11 @@ pub(crate) struct Descriptors {
 }
 
 impl Descriptors {
+    /// The most descriptors the cache keeps.
+    pub(crate) fn budget(&self) -> usize {
+        self.budget
+    }
+
     /// A cache keeping at most `budget` descriptors (at least one).
     pub(crate) fn new(budget: usize) -> Self {
         Descriptors {

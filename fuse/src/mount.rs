@@ -93,6 +93,40 @@ pub fn raise_descriptor_limit() -> io::Result<u64> {
     Ok(hard)
 }
 
+/// Grows this process's descriptor table, once, to hold descriptor
+/// number `highest` (at most the soft limit less one), and returns the
+/// number it holds now.
+///
+/// The kernel doubles a process's descriptor table when an open needs a
+/// number past its end, and in a process of several threads it waits for
+/// an RCU grace period before freeing the old table
+/// (`expand_fdtable`'s `synchronize_rcu`): 10-15 ms here, in which the
+/// serving thread that opened (on io_uring, its CPU's whole ring) answers
+/// nothing. A server whose remembered inodes keep their descriptors
+/// crosses each power of two once, in the middle of some listing or
+/// lookup storm; [`spawn`] calls this before the first request instead,
+/// for the descriptor budget and 1,024 more (open handles). The cost is
+/// the table's: 8 bytes a descriptor number (128 KiB for the 10,000 of a
+/// budget under a hard limit of 20,000; 1 MiB at the largest budget).
+///
+/// # Errors
+///
+/// The host's refusal to read the limit or to duplicate a descriptor.
+pub fn reserve_descriptor_table(highest: usize) -> io::Result<usize> {
+    use nix::sys::resource::{getrlimit, Resource};
+    let (soft, _) = getrlimit(Resource::RLIMIT_NOFILE).map_err(io::Error::from)?;
+    let soft = usize::try_from(soft).unwrap_or(usize::MAX);
+    let highest = highest.min(soft.saturating_sub(1));
+    let anchor = std::fs::File::open("/")?;
+    // `F_DUPFD_CLOEXEC` takes the lowest free number at or past `highest`,
+    // growing the table to hold it; the duplicate is closed at once (the
+    // table is never shrunk).
+    let duplicate =
+        rustix::io::fcntl_dupfd_cloexec(&anchor, i32::try_from(highest).unwrap_or(i32::MAX))?;
+    drop(duplicate);
+    Ok(highest)
+}
+
 /// A mounted share, served on background threads until it is unmounted
 /// ([`Mounted::umount_and_join`], or by anyone: [`Mounted::join`]) or
 /// dropped (then detached).
@@ -197,7 +231,8 @@ impl Drop for Mounted {
 
 /// Mounts `fs` at `mountpoint` and serves it on background threads until
 /// it is unmounted. The descriptor limit is raised first
-/// ([`raise_descriptor_limit`]). With [`MountConfig::root_alias`] and a
+/// ([`raise_descriptor_limit`]) and the descriptor table grown to the
+/// budget ([`reserve_descriptor_table`]). With [`MountConfig::root_alias`] and a
 /// server that is root, the mount point shows the share through the
 /// root's alias (`root_alias.rs`).
 ///
@@ -210,6 +245,7 @@ pub fn spawn<T: InodeTable>(
     config: &MountConfig,
 ) -> io::Result<Mounted> {
     raise_descriptor_limit()?;
+    reserve_descriptor_table(fs.descriptors.budget().saturating_add(1024))?;
     fs.shares.set_threads(config.threads);
     if config.io_uring && !fs.server_is_root {
         return Err(io::Error::new(
