@@ -137,6 +137,11 @@ impl InodeTable for DashmapTable {
         (inode.data.key == key && inode.count_lookup()).then_some(id)
     }
 
+    fn find_known(&self, key: Key) -> Option<Self::Ref> {
+        let id = self.ids.composed_id_of(key)?;
+        self.get(id).filter(|inode| inode.data.key == key)
+    }
+
     fn get(&self, id: u64) -> Option<Self::Ref> {
         self.by_id.get(&id).map(|inode| inode.clone())
     }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// A file handle's bytes and type, as the host's filesystem gave them.
@@ -66,6 +66,9 @@ pub struct DescriptorSlot {
     /// The inode's file handle, once made.
     #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) handle: OnceLock<FileHandleBytes>,
+    /// Its last name was removed through the mount (`UNLINK`, `RMDIR`, a
+    /// `RENAME` over it): not kept once the kernel forgets it.
+    gone: AtomicBool,
 }
 
 impl DescriptorSlot {
@@ -85,50 +88,24 @@ impl DescriptorSlot {
         }
     }
 
-    /// Readies the slot's inode to be kept after the kernel forgot it:
-    /// its handle made now if it had none (`name_to_handle_at`), then its
-    /// descriptor given up. Whether it may be kept: `false` where no handle
-    /// could be made (the inode then dies, its descriptor closed).
-    ///
-    /// A kept inode holds no descriptor: one on a file unlinked through
-    /// the mount (whose inode the kernel forgets at once) would keep the
-    /// host file's blocks allocated until evicted; and the budget of
-    /// descriptors stays the live inodes'. A request on the inode once the
-    /// kernel finds it again reopens it by the handle, as after an
-    /// eviction. Under the slot's write lock, which an eviction takes too,
-    /// so an empty slot still always has its handle.
-    pub(crate) fn release_to_keep(&self) -> bool {
-        let mut fd = self.fd.write().unwrap_or_else(|e| e.into_inner());
-        if self.handle.get().is_none() {
-            let Some(held) = fd.as_ref() else {
-                // Emptied with no handle: never (only an eviction empties
-                // a slot, after making its handle).
-                return false;
-            };
-            match Self::handle_of(held) {
-                Some(handle) => {
-                    let _ = self.handle.set(handle);
-                }
-                None => return false,
-            }
-        }
-        // Closed here unless a request still holds it (then when it ends).
-        drop(fd.take());
-        true
+    /// Marks the inode's file as gone: its last name was removed through
+    /// the mount. Once the kernel forgets it, it dies and its descriptor
+    /// closes, so the host frees the file, rather than being kept with
+    /// its descriptor open.
+    pub(crate) fn mark_gone(&self) {
+        // Relaxed: the marker holds a reference on the inode and puts it
+        // after this store; the keep decision reads it at the last put,
+        // which follows every other put in the count's order and acquires
+        // them, as any counted object's last put does. (Missed, the inode
+        // would be kept with its descriptor: the host file freed only when
+        // the cache or the table's bound lets it go.)
+        self.gone.store(true, Ordering::Relaxed);
     }
 
-    #[cfg(feature = "server")]
-    fn handle_of(fd: &OwnedFd) -> Option<FileHandleBytes> {
-        use std::os::fd::AsFd;
-        crate::file_handle::handle_of(fd.as_fd())
-            .ok()
-            .map(|(handle, _)| handle)
-    }
-
-    /// Without the server, nothing makes handles.
-    #[cfg(not(feature = "server"))]
-    fn handle_of(_: &OwnedFd) -> Option<FileHandleBytes> {
-        None
+    /// Whether the inode may be kept once forgotten: not
+    /// [gone](Self::mark_gone).
+    pub(crate) fn may_keep(&self) -> bool {
+        !self.gone.load(Ordering::Relaxed)
     }
 }
 

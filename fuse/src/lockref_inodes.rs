@@ -12,16 +12,22 @@
 //!
 //! **Keep or kill at zero.** An inode the kernel forgot is kept, up to
 //! [`KEEP_FORGOTTEN`] of them on the table's LRU (oldest dropped first),
-//! when it is named by file handle and born at a known time: the kernel
-//! forgets inodes it will ask for again (`drop_caches`, memory pressure),
-//! and a `LOOKUP` of a kept one is one `statx` by name and one atomic on
-//! the entry, with no `openat`, no new entry, no descriptor registered
-//! ([`InodeTable::lookup_known`]). Kept, it gives up its descriptor (its
-//! handle made first, `DescriptorSlot::release_to_keep`); the birth time
-//! makes its key one no later file has, where a reused inode number alone
-//! could be (N2). Every other inode dies at zero (the table removes it and
-//! drops its host descriptor). No `unsafe` here: the table does the
-//! counting, the keeping, the removal and the deferred reuse.
+//! when it is named by file handle, born at a known time, and its file
+//! was not removed through the mount: the kernel forgets inodes it will
+//! ask for again (`drop_caches`, memory pressure), and a `LOOKUP` of a
+//! kept one is one `statx` by name and one atomic on the entry, with no
+//! `openat`, no new entry, no descriptor registered
+//! ([`InodeTable::lookup_known`]). The decision makes no system call: a
+//! kept inode keeps its cached descriptor, within the descriptor cache's
+//! budget like any other. A removal through the mount marks the file's
+//! inode gone first (`names.rs`), so an unlinked file is not kept and the
+//! host frees it at the `FORGET`; a file deleted on the host directly is
+//! held until the cache evicts its descriptor or the bound drops it, as
+//! a live inode's is. The birth time makes the key one no later file has,
+//! where a reused inode number alone could be (N2). Every other inode
+//! dies at zero (the table removes it and drops its host descriptor). No
+//! `unsafe` here: the table does the counting, the keeping, the removal
+//! and the deferred reuse.
 
 use std::ops::Deref;
 
@@ -38,12 +44,12 @@ use crate::table::{ForgetError, InodeData, InodeTable, Key, ServerHasher, ROOT_I
 pub const KEEP_FORGOTTEN: usize = 8_192;
 
 /// Whether an inode whose last reference went is kept (the module's
-/// text): named by file handle, with a birth time, and its handle made.
-/// Called by the table under the entry's lock, only while the bound keeps
-/// any.
+/// text): named by file handle, with a birth time, and its file not
+/// removed through the mount. Called by the table under the entry's lock,
+/// only while the bound keeps any: no system call.
 fn kept_when_forgotten(inode: &InodeData) -> bool {
     match &inode.host {
-        HostInode::Handle(slot) => inode.key.birth != 0 && slot.release_to_keep(),
+        HostInode::Handle(slot) => inode.key.birth != 0 && slot.may_keep(),
         HostInode::Descriptor(_) => false,
     }
 }
@@ -148,15 +154,22 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     }
 
     fn lookup_known(&self, key: Key) -> Option<u64> {
-        let id = self.ids.composed_id_of(key)?;
-        // Referenced by `get` (reviving an inode kept at zero, never a
-        // dying one); that reference becomes the kernel's if the inode is
-        // this file, and is put back if not.
-        let inode = self.get(id).filter(|inode| inode.data.key == key)?;
+        // That reference becomes the kernel's.
+        let inode = self.find_known(key)?;
+        let id = inode.data.id;
         let slot = inode.into_id();
         self.hints.remember(id, slot);
         Some(id)
     }
+
+    fn find_known(&self, key: Key) -> Option<Self::Ref> {
+        let id = self.ids.composed_id_of(key)?;
+        // Referenced by `get` (reviving an inode kept at zero, never a
+        // dying one), and put back if the inode is not this file.
+        self.get(id).filter(|inode| inode.data.key == key)
+    }
+
+    const KEEPS_FORGOTTEN: bool = KEEP_UNUSED > 0;
 
     fn get(&self, id: u64) -> Option<Self::Ref> {
         // By the hinted slot: no pin, no hash; its inode is the one asked

@@ -162,7 +162,28 @@ impl<T: InodeTable> Passthrough<T> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         let _as = self.as_caller(caller)?;
-        nix::unistd::unlinkat(parent.fd(), name, how).map_err(errno)
+        let removed = self.inode_removed_with(parent.fd(), name);
+        nix::unistd::unlinkat(parent.fd(), name, how).map_err(errno)?;
+        mark_gone(removed);
+        Ok(())
+    }
+
+    /// The inode `name` in `dir` names, if removing the name removes its
+    /// file (its last name; a directory's always), for a table that keeps
+    /// forgotten inodes: to be marked gone once the removal succeeds
+    /// ([`mark_gone`]), so that the table does not keep it with its
+    /// descriptor, which would hold the host file's blocks. One `statx`,
+    /// made only for such a table.
+    fn inode_removed_with(&self, dir: BorrowedFd<'_>, name: &OsStr) -> Option<T::Ref> {
+        if !T::KEEPS_FORGOTTEN {
+            return None;
+        }
+        let found = host::stat_name_for_lookup(dir, name).ok()??;
+        let is_dir = found.st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+        if !is_dir && found.st.st_nlink > 1 {
+            return None;
+        }
+        self.table.find_known(host::key_of(&found.st, found.birth))
     }
 
     pub(crate) fn do_mknod(
@@ -245,7 +266,16 @@ impl<T: InodeTable> Passthrough<T> {
         let to = self.inode(newparent)?;
         let flags = nix::fcntl::RenameFlags::from_bits(flags.bits()).ok_or(Errno::EINVAL)?;
         let _as = self.as_caller(caller)?;
-        nix::fcntl::renameat2(from.fd(), name, to.fd(), newname, flags).map_err(errno)
+        // A rename over an existing name removes that name's file (not an
+        // exchange, which keeps both).
+        let replaced = if flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE) {
+            None
+        } else {
+            self.inode_removed_with(to.fd(), newname)
+        };
+        nix::fcntl::renameat2(from.fd(), name, to.fd(), newname, flags).map_err(errno)?;
+        mark_gone(replaced);
+        Ok(())
     }
 
     pub(crate) fn do_readlink(
@@ -256,6 +286,18 @@ impl<T: InodeTable> Passthrough<T> {
         let inode = self.inode(ino)?;
         let _as = self.as_caller(caller)?;
         nix::fcntl::readlinkat(inode.fd(), "").map_err(errno)
+    }
+}
+
+/// Marks `removed`'s file gone (`DescriptorSlot::mark_gone`): its name
+/// was removed, so once the kernel forgets it, it is not kept.
+fn mark_gone<R: std::ops::Deref<Target: std::ops::Deref<Target = crate::table::InodeData>>>(
+    removed: Option<R>,
+) {
+    if let Some(inode) = removed {
+        if let crate::host_inode::HostInode::Handle(slot) = &inode.host {
+            slot.mark_gone();
+        }
     }
 }
 

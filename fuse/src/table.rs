@@ -109,6 +109,16 @@ pub trait InodeTable: Send + Sync + 'static {
     /// costs one `statx` this way, no `openat` and `close`.
     fn lookup_known(&self, key: Key) -> Option<u64>;
 
+    /// The inode of `key`, referenced (no kernel lookup counted), if the
+    /// table has it, live or kept, under the node id made from the key
+    /// alone (as [`lookup_known`](Self::lookup_known) finds it).
+    fn find_known(&self, key: Key) -> Option<Self::Ref>;
+
+    /// Whether the table keeps inodes the kernel forgot (then a removal
+    /// through the mount marks its file's inode gone first, so that it is
+    /// not kept).
+    const KEEPS_FORGOTTEN: bool = false;
+
     /// The inode of node id `id`, referenced, if the kernel may name it.
     fn get(&self, id: u64) -> Option<Self::Ref>;
 

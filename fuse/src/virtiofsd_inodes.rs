@@ -113,6 +113,11 @@ impl InodeTable for VirtiofsdTable {
         Some(id)
     }
 
+    fn find_known(&self, key: Key) -> Option<Self::Ref> {
+        let id = self.ids.composed_id_of(key)?;
+        self.get(id).filter(|inode| inode.data.key == key)
+    }
+
     fn get(&self, id: u64) -> Option<Self::Ref> {
         self.read().get(&id).cloned()
     }
