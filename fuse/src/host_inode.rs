@@ -92,6 +92,7 @@ impl DescriptorSlot {
     /// the mount. Once the kernel forgets it, it dies and its descriptor
     /// closes, so the host frees the file, rather than being kept with
     /// its descriptor open.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn mark_gone(&self) {
         // Relaxed: the marker holds a reference on the inode and puts it
         // after this store; the keep decision reads it at the last put,
