@@ -44,7 +44,7 @@
 # and fuse-backend-rs from its repository with
 #   fuse/build-fuse-backend-rs.sh FUSE_BACKEND_RS_CLONE
 # Needs root (mounts, drop_caches, a second user), python3 (PYTHON to
-# choose one; user 65534 runs it too), git, setpriv.
+# choose one; user 65534 runs it too), git, setpriv, tar, cargo.
 # Writes OUT/machine.txt (CPU, count, kernel), OUT/runs.csv
 # (server,workload,round,seconds,server_cpu_seconds: the wall time of the
 # workload and the CPU time the server's threads took meanwhile) and
@@ -105,6 +105,18 @@ for d in $(seq 20); do
 done
 git -C "$src/repo" add -A
 git -C "$src/repo" -c user.name=b -c user.email=b@b commit -q -m tree
+# tar_x's archive (the repository's 2,000 files and 20 directories, kept
+# outside the share) and cargo_build's crate (a binary of 24 modules, no
+# dependencies, built offline), copied into the share for each run.
+tar cf "$work/tree.tar" -C "$src/repo" $(cd "$src/repo" && echo d*)
+mkdir -p "$work/crate/src"
+printf '[package]\nname = "bench"\nversion = "0.1.0"\nedition = "2021"\n' > "$work/crate/Cargo.toml"
+for m in $(seq 24); do
+    printf 'pub fn f%d(x: u64) -> u64 { (0..x).map(|i| i * %d).sum() }\n' "$m" "$m" > "$work/crate/src/m$m.rs"
+    echo "mod m$m;"
+done > "$work/crate/src/main.rs"
+echo "fn main() { println!(\"{}\", $(seq -s ' + ' 24 | sed 's/[0-9][0-9]*/m&::f&(3)/g')); }" >> "$work/crate/src/main.rs"
+chmod -R a+rX "$work/crate"
 sync
 git config --global --add safe.directory '*'
 
@@ -201,8 +213,12 @@ run_workloads() { # SERVER ROUND
     timed read_256m "dd if=$mnt/big of=/dev/null bs=1M status=none; forget" \
         "dd if=$mnt/big of=/dev/null bs=1M status=none"
     timed write_256m_fsync ":" "dd if=/dev/zero of=$mnt/w bs=1M count=256 conv=fsync status=none"
+    local untar="$src/untar-$name-$round" crate="$src/crate-$name-$round"
+    timed tar_x "mkdir -p $untar" "tar xf $work/tree.tar -C $mnt/untar-$name-$round"
+    timed cargo_build "cp -r $work/crate $crate && sync" \
+        "cargo build --offline -q --manifest-path $mnt/crate-$name-$round/Cargo.toml"
     rm -f "$src/w"
-    rm -rf "$fresh"
+    rm -rf "$fresh" "$untar" "$crate"
 }
 
 : > "$out/runs.csv"
