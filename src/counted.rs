@@ -10,7 +10,7 @@ use core::ptr::NonNull;
 
 use crate::error::CountError;
 use crate::guard::PutOrLock;
-use crate::last_put::{decide, last_put_locked, put_locked, release_chain, zero_unlocked};
+use crate::last_put::{put_many, release_chain, Killed};
 use crate::ref_counted::RefCounted;
 
 /// An owned, counted reference to a [`RefCounted`] object: one pointer.
@@ -43,7 +43,12 @@ use crate::ref_counted::RefCounted;
 /// then locks freed memory. The kernel is safe because both run under RCU,
 /// which keeps the memory. So a put reaches zero only under the lock
 /// (`put_or_lock`), unless the type supplies that grace
-/// ([`RefCounted::grace`]).
+/// ([`RefCounted::grace`]). With it, a put whose count reads as the last
+/// enters the grace section and drops to zero without the lock; then
+/// [`RefCounted::fate_unlocked`] may keep the object as it is, or kill it
+/// with one more compare-and-swap (zero to dead, which fails if a lookup
+/// revived it), and only an undecided object takes the lock. A put that
+/// is not the last enters no grace section (one compare-and-swap).
 ///
 /// # Examples
 ///
@@ -202,23 +207,12 @@ impl<T: RefCounted> CountedRef<T> {
         if n == 0 {
             return Ok(());
         }
-        // SAFETY: the caller's references keep the object alive.
-        let this = unsafe { ptr.as_ref() };
-        match this.lockref().put_many_or_lock(n) {
-            PutOrLock::Put => Ok(()),
-            PutOrLock::Locked(mut guard) => {
-                if guard.decrement_by(n)? != 0 {
-                    return Ok(());
-                }
-                let killed = decide(this, &mut guard);
-                drop(guard);
-                if killed {
-                    // SAFETY: killed just now by this thread.
-                    unsafe { release_chain(ptr) };
-                }
-                Ok(())
-            }
+        // SAFETY: the caller owns the `n` references, given up on `Ok`.
+        if let Some(killed) = unsafe { put_many(ptr, n) }? {
+            // SAFETY: killed just now by this thread.
+            unsafe { release_chain(killed.ptr) };
         }
+        Ok(())
     }
 
     /// Kills an object kept at count zero (a cache shrinker's eviction): if
@@ -312,30 +306,15 @@ impl<T: RefCounted> CountedRef<T> {
     /// Drops this handle's reference. Returns the object if this killed it
     /// (it is dead, and `release_chain` must run).
     #[inline]
-    pub(crate) fn put(self) -> Option<NonNull<T>> {
+    pub(crate) fn put(self) -> Option<Killed<T>> {
         let ptr = Self::into_raw(self);
-        // SAFETY: we owned a reference, so the object is alive.
-        let this = unsafe { ptr.as_ref() };
-        // Without the lockless paths (`LOCKLESS` is false), `put_return`
-        // never succeeds: a grace section would buy nothing.
-        let grace = if crate::LOCKLESS { T::grace() } else { None };
-        let killed = match grace {
-            None => match this.lockref().put_or_lock() {
-                PutOrLock::Put => false,
-                // SAFETY: the guard is the lock of this object's lockref.
-                PutOrLock::Locked(guard) => unsafe { last_put_locked(ptr, guard) },
-            },
-            // SAFETY: the handle owned the reference this gives up.
-            Some(grace) => match unsafe { this.lockref().put_owned() } {
-                Ok(n) if n > 0 => false,
-                // SAFETY: `grace` keeps the memory valid from before our put.
-                Ok(_) => unsafe { zero_unlocked(ptr, grace) },
-                // SAFETY: refused: the handle's reference is still ours,
-                // and `put_locked` gives it up.
-                Err(_) => unsafe { put_locked(ptr, grace) },
-            },
-        };
-        killed.then_some(ptr)
+        // SAFETY: the handle owned the reference this gives up. Refused
+        // only on a broken `RefCounted` contract (a handle always owns a
+        // reference): then the count stays.
+        unsafe { put_many(ptr, 1) }.unwrap_or_else(|e| {
+            debug_assert!(false, "CountedRef put: {e}");
+            None
+        })
     }
 }
 
@@ -363,9 +342,9 @@ impl<T: RefCounted> Drop for CountedRef<T> {
             ptr: self.ptr,
             _owns: PhantomData,
         };
-        if let Some(dead) = this.put() {
+        if let Some(killed) = this.put() {
             // SAFETY: `put` killed it, and holds no guard any more.
-            unsafe { release_chain(dead) };
+            unsafe { release_chain(killed.ptr) };
         }
     }
 }

@@ -5,7 +5,9 @@
 
 use core::ptr::NonNull;
 
+use crate::error::CountError;
 use crate::guard::{LockRefGuard, PutOrLock};
+use crate::raw::raw_lockref::RawLockRef;
 use crate::ref_counted::{Fate, RefCounted};
 
 /// The held lock of a `T`'s lockref.
@@ -20,76 +22,99 @@ type Guard<'a, T> = LockRefGuard<'a, <T as RefCounted>::Data, <T as RefCounted>:
 // locals that end before the release. (A guard's `&LockRef` may cross its
 // unlock: every byte of a `LockRef` is inside a cell.)
 
-/// The last reference, with the lock held and nothing changed yet: drops it
-/// and decides. Returns whether the object was killed.
+/// Gives up `n` references the caller owns: lockless unless they are the
+/// last. The last go without the lock too when the object has a grace
+/// section ([`RefCounted::grace`]), entered only when the count reads `n`
+/// (a put that is not the last needs none, and pays none); else the lock
+/// is taken and the object asked. Returns the object if this killed it
+/// (the caller then releases it, [`release_chain`]).
+///
+/// # Errors
+///
+/// As [`LockRefGuard::decrement_by`]: fewer than `n` held, or dead;
+/// nothing changes.
 ///
 /// # Safety
 ///
-/// `guard` holds the lock of the lockref embedded in the object at `ptr`.
-#[cold]
-#[inline(never)]
-pub(crate) unsafe fn last_put_locked<T: RefCounted>(
+/// The caller owns `n` references to the live object at `ptr` (fewer is
+/// refused cleanly on words whose count is exact under the lock), and
+/// gives them up on `Ok`.
+#[inline]
+pub(crate) unsafe fn put_many<T: RefCounted>(
     ptr: NonNull<T>,
-    mut guard: Guard<'_, T>,
-) -> bool {
-    match guard.decrement() {
-        // SAFETY: the lock is held, so the object lives until the guard's
-        // drop, after `decide` returns.
-        Ok(0) => decide(unsafe { ptr.as_ref() }, &mut guard),
-        Ok(_) => false,
-        Err(e) => {
-            // A handle always owns a reference: a broken RefCounted
-            // contract. Refused, the count untouched.
-            debug_assert!(false, "CountedRef put: {e}");
-            false
+    n: u32,
+) -> Result<Option<Killed<T>>, CountError> {
+    // SAFETY: the caller's references keep the object alive until the put
+    // below gives them up; the borrow ends there (see the note above).
+    let lockref = unsafe { ptr.as_ref() }.lockref();
+    // Without the lockless paths (`LOCKLESS` is false), a lockless put
+    // never succeeds: a grace section would buy nothing.
+    if crate::LOCKLESS && (!T::Word::GRACE_FOR_THE_LAST_PUT_ONLY || lockref.count() == Some(n)) {
+        if let Some(grace) = T::grace() {
+            // SAFETY: the caller owns the `n` references this gives up.
+            match unsafe { lockref.raw().put_many_owned(n) } {
+                // SAFETY: `grace` was entered before the put and keeps the
+                // memory valid.
+                Ok(0) => return Ok(unsafe { zero_unlocked(ptr, grace) }),
+                // Others hold it (or it is saturated): not ours any more.
+                Ok(_) => return Ok(None),
+                // Nothing changed: the references are still the caller's.
+                Err(_) => drop(grace),
+            }
+        }
+    }
+    match lockref.put_many_or_lock(n) {
+        PutOrLock::Put => Ok(None),
+        PutOrLock::Locked(mut guard) => {
+            if guard.decrement_by(n)? != 0 {
+                return Ok(None);
+            }
+            // SAFETY: the lock is held, so the object lives until the
+            // guard's drop, after `decide` returns.
+            let killed = decide(unsafe { ptr.as_ref() }, &mut guard);
+            Ok(killed.then_some(Killed { ptr }))
         }
     }
 }
 
 /// With a grace section: a lockless put brought the count to zero.
-/// Returns whether the object was killed.
+/// Returns the object if this killed it. The grace section ends before
+/// the release (as `dput` leaves `rcu_read_lock` before `dentry_kill`):
+/// a release may wait for every grace section (a `synchronize_rcu`).
 ///
 /// # Safety
 ///
 /// `grace` was entered before the put and keeps `ptr`'s memory valid.
 #[cold]
 #[inline(never)]
-pub(crate) unsafe fn zero_unlocked<T: RefCounted>(ptr: NonNull<T>, grace: T::Grace) -> bool {
+unsafe fn zero_unlocked<T: RefCounted>(ptr: NonNull<T>, grace: T::Grace) -> Option<Killed<T>> {
     // SAFETY: the grace section keeps the object's memory valid.
     let this = unsafe { ptr.as_ref() };
-    if this.retain_unlocked() {
-        return false;
-    }
-    let mut guard = this.lockref().lock();
-    // A lookup may have revived it (and maybe put it again: then the other
-    // putter decides, or decided and killed it).
-    let killed = guard.count() == Some(0) && decide(this, &mut guard);
-    drop(guard);
-    drop(grace);
-    killed
-}
-
-/// With a grace section: the lockless put gave up (lock held, or
-/// contended); puts again, taking the lock if it is the last reference.
-/// Returns whether the object was killed.
-///
-/// # Safety
-///
-/// The caller owns a reference to the live object at `ptr`, and gives it
-/// up.
-#[cold]
-#[inline(never)]
-pub(crate) unsafe fn put_locked<T: RefCounted>(ptr: NonNull<T>, grace: T::Grace) -> bool {
-    // SAFETY: the caller's reference keeps the object alive until the put
-    // below gives it up; the borrow ends at the put.
-    let lockref = unsafe { ptr.as_ref() }.lockref();
-    let killed = match lockref.put_or_lock() {
-        PutOrLock::Put => false,
-        // SAFETY: the guard is the lock of this object's lockref.
-        PutOrLock::Locked(guard) => unsafe { last_put_locked(ptr, guard) },
+    let killed = match this.fate_unlocked() {
+        Some(Fate::Keep) => return None,
+        // A lookup may have revived it meanwhile: then it lives, and its
+        // holder's last put decides again.
+        Some(Fate::Kill) => match this.lockref().raw().kill_if_zero_unlocked() {
+            Ok(killed) => killed,
+            Err(_) => zero_locked(this),
+        },
+        None => zero_locked(this),
     };
     drop(grace);
-    killed
+    killed.then_some(Killed { ptr })
+}
+
+/// An object this thread killed at its last put, for [`release_chain`].
+pub(crate) struct Killed<T: RefCounted> {
+    pub(crate) ptr: NonNull<T>,
+}
+
+/// [`zero_unlocked`] under the lock: the count is checked again, since a
+/// lookup may have revived the object (and maybe put it again: then the
+/// other putter decides, or decided and killed it).
+fn zero_locked<T: RefCounted>(this: &T) -> bool {
+    let mut guard = this.lockref().lock();
+    guard.count() == Some(0) && decide(this, &mut guard)
 }
 
 /// At count zero, lock held: asks the object, and marks it dead if told to
@@ -115,7 +140,7 @@ pub(crate) unsafe fn release_chain<T: RefCounted>(dead: NonNull<T>) {
     while let Some(r) = next {
         next = match r.put() {
             // SAFETY: killed by this thread just now.
-            Some(dead) => unsafe { T::release(dead) },
+            Some(killed) => unsafe { T::release(killed.ptr) },
             None => None,
         };
     }

@@ -464,6 +464,35 @@ impl<T, W: RawLockRefExact> LockRef<T, W> {
     pub fn put_return(&self) -> Result<u32, PutError> {
         self.raw().put_return()
     }
+
+    /// [`LockRefGuard::revive`] without holding the lock: one
+    /// compare-and-swap while the lock is free (else it takes the lock
+    /// around it). `Release`: the new object's fields, written before,
+    /// happen before any reference taken on it.
+    ///
+    /// # Errors
+    ///
+    /// As [`LockRefGuard::revive`].
+    ///
+    /// # Safety
+    ///
+    /// As [`LockRefGuard::revive`].
+    ///
+    /// ```
+    /// use lockref::{CountError, LockRef};
+    ///
+    /// let slot = LockRef::with_count(0u64, 0).unwrap();
+    /// slot.lock().mark_dead();
+    /// // SAFETY: nothing else points at this slot.
+    /// unsafe { slot.revive(1) }.unwrap();
+    /// assert_eq!(slot.count(), Some(1));
+    /// assert_eq!(unsafe { slot.revive(1) }, Err(CountError::NotDead));
+    /// ```
+    #[inline]
+    pub unsafe fn revive(&self, count: u32) -> Result<(), CountError> {
+        // SAFETY: the caller's guarantee.
+        unsafe { self.raw().revive(count) }
+    }
 }
 
 impl<T: Default, W: RawLockRef + Default> Default for LockRef<T, W> {

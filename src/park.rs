@@ -92,6 +92,19 @@ pub struct Unparked {
 ///   (if any) after the callback; the sleeper's `park` returns
 ///   [`Parked::HandedOff`] exactly when the callback returned `true` and a
 ///   sleeper was woken;
+/// - **a wake synchronizes**: everything the unparking thread did before
+///   its callback returned (the holder's writes under the lock, and the
+///   callback's own release or hand-off of it) happens before the woken
+///   thread's `park` returns, as a mutex's unlock happens before the next
+///   lock (a hand-off passes the lock with no other synchronization: a
+///   park that only flips a flag the sleeper polls with `Relaxed` loads
+///   lets the new holder race the old one's writes);
+/// - **the key is only a number once the callback returns**: `key` is the
+///   address of the lock word, and the object holding it may be freed as
+///   soon as the callback has released the lock (another thread takes it
+///   and frees), so `unpark_one` must not read or write through `key`
+///   after its callback returns (a park that keeps its queue inside the
+///   locked object, or touches the word to wake, is unsound);
 /// - neither panics, and neither calls into the lock of the same key.
 pub unsafe trait Park {
     /// Whether waiters sleep at all: `false` makes the lock spin only, and

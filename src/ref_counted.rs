@@ -75,8 +75,10 @@ pub enum Fate {
 ///   valid while any grace value returned before its death is alive, even
 ///   after `release` (which must defer the free past them: an RCU grace
 ///   period, an epoch); and the state
-///   [`retain_unlocked`](Self::retain_unlocked) reads changes only while
-///   the changer holds a reference.
+///   [`retain_unlocked`](Self::retain_unlocked) and
+///   [`fate_unlocked`](Self::fate_unlocked) read changes only while the
+///   changer holds a reference (or its lock), so that a put's `Acquire`
+///   at zero sees it.
 pub unsafe trait RefCounted: Sized {
     /// What the embedded lock guards.
     type Data;
@@ -128,5 +130,23 @@ pub unsafe trait RefCounted: Sized {
     /// asks [`last_put`](Self::last_put).
     fn retain_unlocked(&self) -> bool {
         false
+    }
+
+    /// With a [`grace`](Self::grace) section only: after a lockless put
+    /// brought the count to zero, the object's [`Fate`] if it is certain
+    /// without the lock, or `None` to take the lock and ask
+    /// [`last_put`](Self::last_put). [`Fate::Keep`] leaves the object as
+    /// it is, at zero; [`Fate::Kill`] marks it dead without the lock, in
+    /// one compare-and-swap, if its count is still zero and its lock free
+    /// (a lookup that revived it meanwhile keeps it alive, and its own
+    /// last put decides again; a held lock sends the decision to
+    /// `last_put`). The default: `Keep` when
+    /// [`retain_unlocked`](Self::retain_unlocked) says so, else `None`.
+    ///
+    /// It reads the object without a reference (another thread may revive
+    /// it, put it, kill it meanwhile): only what the grace section keeps
+    /// valid, and never what [`release`](Self::release) tears down.
+    fn fate_unlocked(&self) -> Option<Fate> {
+        self.retain_unlocked().then_some(Fate::Keep)
     }
 }

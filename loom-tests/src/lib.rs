@@ -78,4 +78,27 @@ mod model {
     /// default (a bound, not an adapter).
     pub trait Word: RawLockRef + Default + Send + Sync + 'static {}
     impl<W: RawLockRef + Default + Send + Sync + 'static> Word for W {}
+
+    /// Takes the lock and bumps the data through a yield, so that two
+    /// holders at once, or a holder that does not see the previous one's
+    /// write, show as conflicting accesses to the data's cell (loom's cell
+    /// tracking).
+    pub fn bump<W: RawLockRef>(r: &lockref::LockRef<u32, W>) {
+        let mut g = r.lock();
+        let v = *g;
+        loom::thread::yield_now();
+        *g = v + 1;
+    }
+
+    /// Two threads bump one lock's data in turn; the data ends at two.
+    pub fn two_holders_take_turns<W: Word>() {
+        let r = loom::sync::Arc::new(lockref::LockRef::with_raw(0_u32, W::default()));
+        let other = {
+            let r = r.clone();
+            loom::thread::spawn(move || bump(&r))
+        };
+        bump(&r);
+        other.join().unwrap();
+        assert_eq!(*r.lock(), 2);
+    }
 }

@@ -173,6 +173,8 @@ impl Default for AddWord {
 // read-modify-write except in the module docs' four cases.
 unsafe impl RawLockRef for AddWord {
     type Ticket = ();
+    /// `put_owned` is one `lock xadd`; `put_many_or_lock` a loop.
+    const GRACE_FOR_THE_LAST_PUT_ONLY: bool = false;
 
     fn with_count(count: u32) -> Result<Self, CountError> {
         AddWord::with_count(count)

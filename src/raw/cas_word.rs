@@ -11,7 +11,7 @@
 use super::lock::{self, LockWord};
 use super::Attempt;
 use crate::error::PutError;
-use crate::raw::count::SATURATED_I32 as SATURATED;
+use crate::raw::count::{DEAD, SATURATED_I32 as SATURATED};
 use crate::raw::policy::Policy;
 use crate::stats::{Event, Stats};
 use crate::sync::{AtomicU64, Ordering};
@@ -65,6 +65,79 @@ impl Word {
         // modulo 2^64, while waiters may set the lock half's sleeper flag. Relaxed: the releasing unlock publishes it.
         let delta = u64::from(new as u32).wrapping_sub(u64::from(old as u32));
         self.0.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// Marks a word at count zero dead while its lock is free, in one
+    /// compare-and-swap: `Ok(true)` killed, `Ok(false)` the count is not
+    /// zero (a reference, dead, saturated), `Err` the lock is held or the
+    /// budget spent. Acquire on success: every holder's releasing put
+    /// happens before the teardown that follows the kill.
+    #[inline]
+    pub(crate) fn kill_if_zero<P: Policy>(&self, stats: &Stats) -> Result<bool, PutError> {
+        // The count half is zero: the dead count is or-ed in.
+        self.swap_while_free::<P>(stats, Ordering::Acquire, |old| {
+            (count_of(old) == 0).then(|| old | u64::from(DEAD as u32))
+        })
+    }
+
+    /// Sets a dead word's count to `count` while its lock is free, in one
+    /// compare-and-swap: `Ok(true)` revived, `Ok(false)` not dead, `Err`
+    /// the lock is held (or the budget spent). Release on success: the
+    /// reused memory's writes happen before any reference taken on the
+    /// revived word (Acquire).
+    #[inline]
+    pub(crate) fn revive<P: Policy>(&self, stats: &Stats, count: i32) -> Result<bool, PutError> {
+        self.swap_while_free::<P>(stats, Ordering::Release, |old| {
+            (count_of(old) < 0).then(|| (old & !u64::from(u32::MAX)) | u64::from(count as u32))
+        })
+    }
+
+    /// The compare-and-swap loop of a change that applies only while the
+    /// lock half reads free, within the policy's attempt budget:
+    /// `change(old)` is the new word, or `None` to stop with nothing
+    /// written. `Ok(true)` swapped (with `success`), `Ok(false)` stopped,
+    /// `Err` the lock was held or the budget spent.
+    #[inline(always)]
+    fn swap_while_free<P: Policy>(
+        &self,
+        stats: &Stats,
+        success: Ordering,
+        change: impl Fn(u64) -> Option<u64>,
+    ) -> Result<bool, PutError> {
+        let mut policy = P::default();
+        let mut attempts: u32 = 0;
+        // Relaxed: a guess; the compare-and-swap checks it.
+        let mut old = self.0.load(Ordering::Relaxed);
+        loop {
+            if attempts >= P::MAX_ATTEMPTS {
+                return Err(PutError::Contended);
+            }
+            if !lock::is_free(AtomicU64::lock_half(old)) {
+                if !policy.lock_held() {
+                    return Err(PutError::Locked);
+                }
+                attempts += 1;
+                // Relaxed: as above.
+                old = self.0.load(Ordering::Relaxed);
+                continue;
+            }
+            let Some(new) = change(old) else {
+                return Ok(false);
+            };
+            // Failure is Relaxed: the value read is only the next guess.
+            match self
+                .0
+                .compare_exchange_weak(old, new, success, Ordering::Relaxed)
+            {
+                Ok(_) => return Ok(true),
+                Err(actual) => {
+                    stats.record(Event::CasFailed);
+                    old = actual;
+                    attempts += 1;
+                    policy.cas_failed();
+                }
+            }
+        }
     }
 
     /// The one compare-and-swap loop (the kernel's `CMPXCHG_LOOP`): while

@@ -64,6 +64,20 @@ impl Word {
         self.count.store(new, Ordering::Relaxed);
     }
 
+    /// No lockless revival here: it is done under the lock.
+    #[allow(clippy::extra_unused_type_parameters)]
+    #[inline(always)]
+    pub(crate) fn revive<P: Policy>(&self, _stats: &Stats, _count: i32) -> Result<bool, PutError> {
+        Err(PutError::Unsupported)
+    }
+
+    /// No lockless kill here: it is decided under the lock.
+    #[allow(clippy::extra_unused_type_parameters)]
+    #[inline(always)]
+    pub(crate) fn kill_if_zero<P: Policy>(&self, _stats: &Stats) -> Result<bool, PutError> {
+        Err(PutError::Unsupported)
+    }
+
     /// No lockless path here: every operation goes to the lock. (`P` keeps
     /// the signature of the other word.)
     #[allow(clippy::extra_unused_type_parameters)]

@@ -148,6 +148,29 @@ unsafe impl<P: Policy, K: Park> RawLockRef for CasWord<P, K> {
         RawLockRefExact::put_return(self)
     }
 
+    #[inline]
+    unsafe fn put_many_owned(&self, n: u32) -> Result<u32, PutError> {
+        if n == 0 || n >= crate::SATURATED {
+            // Nothing to drop, or more than a live count holds: the
+            // locked path decides (and refuses).
+            return Err(PutError::NotPositive);
+        }
+        // Safe on this word, as `put_owned`: fewer than `n` held is
+        // refused before it writes.
+        self.put_return_many(n as i32)
+    }
+
+    #[inline]
+    fn kill_if_zero_unlocked(&self) -> Result<bool, PutError> {
+        self.stats.record(Event::Operation);
+        let killed = self.word.kill_if_zero::<P>(&self.stats);
+        match killed {
+            Ok(_) => self.stats.record(Event::Lockless),
+            Err(_) => self.stats.record(Event::Fallback),
+        }
+        killed
+    }
+
     // ----- the lock -----
 
     /// `spin_lock`: waits for the lock (spinning, then sleeping in `K`).
@@ -232,43 +255,7 @@ unsafe impl<P: Policy, K: Park> RawLockRefExact for CasWord<P, K> {
     /// why not (nothing changed).
     #[inline]
     fn put_return(&self) -> Result<u32, PutError> {
-        self.stats.record(Event::Operation);
-        // Counted before the releasing compare-and-swap (see the module
-        // docs), and retracted below if the attempt gives up.
-        self.stats.record(Event::Lockless);
-        // Release on success: our uses of the object happen before whoever
-        // sees the count reach zero and frees it (as `Arc::drop`).
-        match self
-            .word
-            .attempt::<P>(&self.stats, Ordering::Release, -1, 1)
-        {
-            // From here the object may be freed by another holder: nothing
-            // of it is touched again.
-            Attempt::Swapped(new) => {
-                if new == 0 {
-                    // Acquire at zero: every other holder's releasing put
-                    // happens before our return, so the caller may free.
-                    acquire_fence_after!(self.word.lock_word());
-                }
-                Ok(new as u32)
-            }
-            // Nothing was written: the caller's reference still keeps the
-            // object (the Lockless counted above stands).
-            Attempt::CountOutOfRange(count) => {
-                if count == SATURATED_I32 {
-                    Ok(crate::SATURATED)
-                } else {
-                    Err(PutError::NotPositive)
-                }
-            }
-            // No locked version: the caller decides under the lock. Nothing
-            // was written, so the object is still the caller's.
-            Attempt::GaveUp(why) => {
-                self.stats.retract(Event::Lockless);
-                self.stats.record(Event::Fallback);
-                Err(why)
-            }
-        }
+        self.put_return_many(1)
     }
 
     #[inline]
@@ -300,6 +287,30 @@ unsafe impl<P: Policy, K: Park> RawLockRefExact for CasWord<P, K> {
     }
 
     #[inline]
+    unsafe fn revive(&self, count: u32) -> Result<(), CountError> {
+        if count > crate::SATURATED {
+            return Err(CountError::OutOfRange);
+        }
+        self.stats.record(Event::Operation);
+        match self.word.revive::<P>(&self.stats, count as i32) {
+            Ok(true) => {
+                self.stats.record(Event::Lockless);
+                Ok(())
+            }
+            Ok(false) => Err(CountError::NotDead),
+            Err(_) => {
+                self.stats.record(Event::Fallback);
+                self.lock_for_fallback();
+                // SAFETY: the lock is held; the rest is the caller's.
+                let revived = unsafe { self.revive_locked(count) };
+                // SAFETY: taken just above.
+                unsafe { self.unlock(()) };
+                revived
+            }
+        }
+    }
+
+    #[inline]
     unsafe fn mark_dead_locked(&self) {
         let old = self.word.count_locked();
         if old != SATURATED_I32 {
@@ -311,6 +322,49 @@ unsafe impl<P: Policy, K: Park> RawLockRefExact for CasWord<P, K> {
 /// The locked versions, cold and out of line, and the one body of
 /// `get_not_dead` and `get_not_zero`.
 impl<P: Policy, K: Park> CasWord<P, K> {
+    /// `put_return` of `n` references, `1 .. SATURATED`: the count left,
+    /// or why not (nothing changed).
+    #[inline]
+    fn put_return_many(&self, n: i32) -> Result<u32, PutError> {
+        self.stats.record(Event::Operation);
+        // Counted before the releasing compare-and-swap (see the module
+        // docs), and retracted below if the attempt gives up.
+        self.stats.record(Event::Lockless);
+        // Release on success: our uses of the object happen before whoever
+        // sees the count reach zero and frees it (as `Arc::drop`).
+        match self
+            .word
+            .attempt::<P>(&self.stats, Ordering::Release, -n, n)
+        {
+            // From here the object may be freed by another holder: nothing
+            // of it is touched again.
+            Attempt::Swapped(new) => {
+                if new == 0 {
+                    // Acquire at zero: every other holder's releasing put
+                    // happens before our return, so the caller may free.
+                    acquire_fence_after!(self.word.lock_word());
+                }
+                Ok(new as u32)
+            }
+            // Nothing was written: the caller's reference still keeps the
+            // object (the Lockless counted above stands).
+            Attempt::CountOutOfRange(count) => {
+                if count == SATURATED_I32 {
+                    Ok(crate::SATURATED)
+                } else {
+                    Err(PutError::NotPositive)
+                }
+            }
+            // No locked version: the caller decides under the lock. Nothing
+            // was written, so the object is still the caller's.
+            Attempt::GaveUp(why) => {
+                self.stats.retract(Event::Lockless);
+                self.stats.record(Event::Fallback);
+                Err(why)
+            }
+        }
+    }
+
     /// Takes the lock for a locked version (or for `lock`), counting the
     /// acquisition.
     #[inline]

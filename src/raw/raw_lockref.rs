@@ -65,6 +65,16 @@ pub unsafe trait RawLockRef: Sized {
     /// words).
     type Ticket: Copy;
 
+    /// Whether a put that is not the last costs no more through
+    /// [`put_many_or_lock`](Self::put_many_or_lock) than through
+    /// [`put_owned`](Self::put_owned) (one compare-and-swap either way):
+    /// then an object with a grace section
+    /// ([`RefCounted::grace`](crate::RefCounted::grace)) enters it only for
+    /// a put whose count reads as the last. `false` (the `fetch_add` word,
+    /// whose `put_owned` is one `lock xadd` and whose `put_many_or_lock` a
+    /// loop) enters it for every put.
+    const GRACE_FOR_THE_LAST_PUT_ONLY: bool = true;
+
     /// An unlocked word holding `count` references.
     ///
     /// # Errors
@@ -114,6 +124,39 @@ pub unsafe trait RawLockRef: Sized {
     /// may decrement before it checks, so a put without one is not
     /// refused cleanly.)
     unsafe fn put_owned(&self) -> Result<u32, PutError>;
+
+    /// [`put_owned`](Self::put_owned) of `n` references at once (a FUSE
+    /// `FORGET` of the last `nlookup`): the count left, zero included;
+    /// `Err` when it did nothing (fewer than `n` held, the lock held,
+    /// contended, or no lockless path: the default for `n` above one), and
+    /// the caller then takes [`put_many_or_lock`](Self::put_many_or_lock).
+    /// `Release`, and `Acquire` when it reaches zero.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `n` references, which this gives up on `Ok`.
+    #[inline]
+    unsafe fn put_many_owned(&self, n: u32) -> Result<u32, PutError> {
+        if n == 1 {
+            // SAFETY: the caller owns the reference.
+            unsafe { self.put_owned() }
+        } else {
+            Err(PutError::Unsupported)
+        }
+    }
+
+    /// Marks the word dead if its count is zero and its lock free, without
+    /// taking the lock (the kill of a put to zero that needs no decision
+    /// under the lock, [`RefCounted::fate_unlocked`](crate::RefCounted::fate_unlocked)).
+    /// `Ok(true)`: killed; `Ok(false)`: a reference exists (a lookup
+    /// revived it), it is dead already, or the count is saturated; `Err`:
+    /// nothing was done (the lock held, contended, or no lockless path:
+    /// the default), and the caller decides under the lock. `Acquire` on
+    /// success, so the teardown after it sees every holder's writes.
+    #[inline]
+    fn kill_if_zero_unlocked(&self) -> Result<bool, PutError> {
+        Err(PutError::Unsupported)
+    }
 
     /// Takes the lock, waiting. Returns the ticket for
     /// [`unlock`](Self::unlock).
@@ -237,4 +280,26 @@ pub unsafe trait RawLockRefExact: RawLockRef {
     /// reference checks, after taking it, that the object is the one it
     /// looked for (and puts the reference back if not).
     unsafe fn revive_locked(&self, count: u32) -> Result<(), CountError>;
+
+    /// [`revive_locked`](Self::revive_locked) without holding the lock:
+    /// one compare-and-swap from a dead word whose lock is free (the
+    /// default, and a word whose lock is held, take the lock around
+    /// `revive_locked`). `Release`: what was written to the reused memory
+    /// before happens before any reference taken on the new object.
+    ///
+    /// # Errors
+    ///
+    /// As [`revive_locked`](Self::revive_locked).
+    ///
+    /// # Safety
+    ///
+    /// As [`revive_locked`](Self::revive_locked), less the lock.
+    unsafe fn revive(&self, count: u32) -> Result<(), CountError> {
+        let ticket = self.lock();
+        // SAFETY: the lock is held; the rest is the caller's guarantee.
+        let revived = unsafe { self.revive_locked(count) };
+        // SAFETY: taken above.
+        unsafe { self.unlock(ticket) };
+        revived
+    }
 }

@@ -12,6 +12,7 @@ use crate::{CasWord, LockRef, RawLockRef, SATURATED};
 ))]
 mod add_word;
 mod counted;
+mod freed_by_a_woken_sleeper;
 mod freed_under_a_call;
 mod lock;
 mod operations;

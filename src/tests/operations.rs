@@ -186,3 +186,69 @@ fn guard_saturated_count_never_moves() {
     g.set_count(3).unwrap();
     assert_eq!(g.count(), Some(SATURATED));
 }
+
+/// `put_many_owned`: `n` references without the lock, zero included;
+/// refused with nothing changed when fewer are held, or the lock is held;
+/// a saturated count stays.
+#[test]
+fn put_many_owned_states() {
+    fn check<P: Policy>() {
+        let r = LockRef::with_raw((), CasWord::<P>::with_count(5).unwrap());
+        let raw = r.raw();
+        if !LOCKLESS {
+            // SAFETY: we own the five references; refused: nothing moves.
+            assert_eq!(unsafe { raw.put_many_owned(2) }, Err(PutError::Unsupported));
+            return;
+        }
+        // SAFETY: we own five references; each call gives up what it
+        // reports, and a refusal gives up none.
+        unsafe {
+            assert_eq!(raw.put_many_owned(2), Ok(3));
+            assert_eq!(raw.put_many_owned(4), Err(PutError::NotPositive));
+            assert_eq!(r.count(), Some(3), "a refusal moves nothing");
+            let g = r.lock();
+            assert_eq!(raw.put_many_owned(1), Err(PutError::Locked));
+            drop(g);
+            assert_eq!(raw.put_many_owned(3), Ok(0));
+        }
+        assert_eq!(r.count(), Some(0));
+        let s = saturated::<P>();
+        // SAFETY: a saturated count is leaked: nothing moves.
+        assert_eq!(unsafe { s.raw().put_many_owned(2) }, Ok(SATURATED));
+    }
+    // The locked refusal needs a policy that gives up at a held lock.
+    check::<KernelRetry>();
+    check::<ExpBackoff>();
+}
+
+/// `kill_if_zero_unlocked`: dead in one compare-and-swap at zero with the
+/// lock free; nothing at a live count above zero, on a dead or saturated
+/// word; refused (for the locked decision) while the lock is held.
+#[test]
+fn kill_if_zero_unlocked_states() {
+    let zero = LockRef::<()>::with_count((), 0).unwrap();
+    if !LOCKLESS {
+        assert_eq!(
+            zero.raw().kill_if_zero_unlocked(),
+            Err(PutError::Unsupported)
+        );
+        return;
+    }
+    let g = zero.lock();
+    assert_eq!(zero.raw().kill_if_zero_unlocked(), Err(PutError::Locked));
+    drop(g);
+    assert_eq!(zero.count(), Some(0), "refused: nothing moved");
+    assert_eq!(zero.raw().kill_if_zero_unlocked(), Ok(true));
+    assert!(zero.is_dead() && !zero.get_not_dead());
+    assert_eq!(
+        zero.raw().kill_if_zero_unlocked(),
+        Ok(false),
+        "dead already"
+    );
+    let one = LockRef::<()>::new(());
+    assert_eq!(one.raw().kill_if_zero_unlocked(), Ok(false));
+    assert_eq!(one.count(), Some(1));
+    let s = saturated::<KernelRetry>();
+    assert_eq!(s.raw().kill_if_zero_unlocked(), Ok(false));
+    assert_eq!(s.count(), Some(SATURATED));
+}
