@@ -45,8 +45,11 @@ pub const KEEP_FORGOTTEN: usize = 8_192;
 
 /// Whether an inode whose last reference went is kept (the module's
 /// text): named by file handle, with a birth time, and its file not
-/// removed through the mount. Called by the table under the entry's lock,
-/// only while the bound keeps any: no system call.
+/// removed through the mount. Called by the table under the entry's lock
+/// when the inode is not on its LRU yet (a listed inode is kept at its
+/// later last puts without asking: a removal says so with
+/// `Handle::dont_keep`, in `mark_gone`), only while the bound keeps any:
+/// no system call.
 fn kept_when_forgotten(inode: &InodeData) -> bool {
     match &inode.host {
         HostInode::Handle(slot) => inode.key.birth != 0 && slot.may_keep(),
@@ -170,6 +173,16 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     }
 
     const KEEPS_FORGOTTEN: bool = KEEP_UNUSED > 0;
+
+    fn mark_gone(inode: &Self::Ref) {
+        if let HostInode::Handle(slot) = &inode.data.host {
+            slot.mark_gone();
+        }
+        // A kept inode revived by a lookup stays on the table's LRU, and
+        // its next last put keeps it without asking `keep` again: the
+        // table is told as well.
+        inode.dont_keep();
+    }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {
         // By the hinted slot: no pin, no hash; its inode is the one asked

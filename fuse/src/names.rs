@@ -164,14 +164,16 @@ impl<T: InodeTable> Passthrough<T> {
         let _as = self.as_caller(caller)?;
         let removed = self.inode_removed_with(parent.fd(), name);
         nix::unistd::unlinkat(parent.fd(), name, how).map_err(errno)?;
-        mark_gone(removed);
+        if let Some(removed) = removed {
+            T::mark_gone(&removed);
+        }
         Ok(())
     }
 
     /// The inode `name` in `dir` names, if removing the name removes its
     /// file (its last name; a directory's always), for a table that keeps
     /// forgotten inodes: to be marked gone once the removal succeeds
-    /// ([`mark_gone`]), so that the table does not keep it with its
+    /// ([`InodeTable::mark_gone`](crate::table::InodeTable::mark_gone)), so that the table does not keep it with its
     /// descriptor, which would hold the host file's blocks. One `statx`,
     /// made only for such a table.
     fn inode_removed_with(&self, dir: BorrowedFd<'_>, name: &OsStr) -> Option<T::Ref> {
@@ -274,7 +276,9 @@ impl<T: InodeTable> Passthrough<T> {
             self.inode_removed_with(to.fd(), newname)
         };
         nix::fcntl::renameat2(from.fd(), name, to.fd(), newname, flags).map_err(errno)?;
-        mark_gone(replaced);
+        if let Some(replaced) = replaced {
+            T::mark_gone(&replaced);
+        }
         Ok(())
     }
 
@@ -286,18 +290,6 @@ impl<T: InodeTable> Passthrough<T> {
         let inode = self.inode(ino)?;
         let _as = self.as_caller(caller)?;
         nix::fcntl::readlinkat(inode.fd(), "").map_err(errno)
-    }
-}
-
-/// Marks `removed`'s file gone (`DescriptorSlot::mark_gone`): its name
-/// was removed, so once the kernel forgets it, it is not kept.
-fn mark_gone<R: std::ops::Deref<Target: std::ops::Deref<Target = crate::table::InodeData>>>(
-    removed: Option<R>,
-) {
-    if let Some(inode) = removed {
-        if let crate::host_inode::HostInode::Handle(slot) = &inode.host {
-            slot.mark_gone();
-        }
     }
 }
 

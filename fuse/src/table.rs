@@ -119,6 +119,14 @@ pub trait InodeTable: Send + Sync + 'static {
     /// not kept).
     const KEEPS_FORGOTTEN: bool = false;
 
+    /// The file of `inode` was removed through the mount: once the kernel
+    /// forgets it, it is not kept (its host file's blocks are freed).
+    fn mark_gone(inode: &Self::Ref) {
+        if let crate::host_inode::HostInode::Handle(slot) = &inode.host {
+            slot.mark_gone();
+        }
+    }
+
     /// The inode of node id `id`, referenced, if the kernel may name it.
     fn get(&self, id: u64) -> Option<Self::Ref>;
 

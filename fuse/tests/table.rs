@@ -405,3 +405,25 @@ fn forgotten_inodes_are_kept_up_to_the_bound() {
     none.forget(2, 1).unwrap();
     assert_eq!(none.kept(), 0, "a bound of 0 keeps none");
 }
+
+/// A kept inode the kernel finds again, whose file is then removed through
+/// the mount: the removal's mark (`InodeTable::mark_gone`) reaches the
+/// table, so the kernel's forget ends it (its host file's blocks are
+/// freed), though `keep` said yes when it was first kept and a kept
+/// inode's later last puts do not ask again.
+#[test]
+fn a_kept_inode_found_again_then_removed_is_not_kept_again() {
+    let t = table::<LockrefTable>();
+    let born = Key { birth: 7, ..key(9) };
+    assert_eq!(t.lookup(born, handle), 9);
+    t.forget(9, 1).unwrap();
+    assert_eq!(t.kept(), 1, "kept at zero");
+    assert_eq!(t.lookup_known(born), Some(9), "found again, revived");
+    let removed = t.find_known(born).expect("the kernel holds it");
+    LockrefTable::<KEEP_FORGOTTEN>::mark_gone(&removed);
+    drop(removed);
+    t.forget(9, 1).unwrap();
+    assert_eq!(t.lookup_known(born), None, "the kernel's forget ended it");
+    assert_eq!(t.kept(), 0);
+    assert!(t.only_root());
+}

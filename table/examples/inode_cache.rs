@@ -55,6 +55,7 @@ fn main() {
     // UNLINK while open: it dies with its last reference.
     let open = cache.get(id).unwrap();
     open.linked.store(false, Relaxed);
+    open.dont_keep(); // listed at its FORGET: `keep` is not asked again
     drop(open);
     assert_eq!(cache.get(id).err(), Some(TableError::UnknownId(id)));
     // Four threads: lookups, forgets, opens and unlinks of 16 inodes.
@@ -66,6 +67,7 @@ fn main() {
                     let inode = cache.find_or_insert_with((i + t) % 16, new_inode);
                     if i % 97 == 0 {
                         inode.linked.store(false, Relaxed);
+                        inode.dont_keep();
                     }
                     let id = inode.into_id();
                     let open = cache.get(id).expect("the kernel's reference keeps it");

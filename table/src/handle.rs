@@ -10,10 +10,12 @@ use crate::TableError;
 
 /// An owned, counted reference to an entry of a [`Table`](crate::Table):
 /// one pointer. `Clone` takes a reference (one atomic on the entry), `Drop`
-/// gives it back (one atomic, unless it is the last: then the entry's lock
-/// is taken and the table's `keep` decides whether the entry stays, unused
-/// and findable, or dies). A handle keeps the table's shared state alive:
-/// it may outlive the [`Table`](crate::Table) itself.
+/// gives it back: one atomic, and when it is the last, an epoch pin and a
+/// look at the entry's flags decide whether the entry stays (unused,
+/// findable) or dies (one more atomic), with no lock; only an entry not
+/// listed yet takes its lock, for the table's `keep` to decide and the
+/// LRU to list it. A handle keeps the table's shared state alive: it may
+/// outlive the [`Table`](crate::Table) itself.
 pub struct Handle<K, V> {
     pub(crate) counted: CountedRef<Node<K, V>>,
 }
@@ -92,6 +94,22 @@ impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
         unsafe { CountedRef::put_many(ptr, 1 + u32::from(last)) }
             .expect("references this call owns");
         Ok(())
+    }
+
+    /// Marks the entry to die at its last put, whatever the table's
+    /// `keep` says (the kernel's `d_mark_dontcache`): the way to change a
+    /// decision `keep` made already, since a listed entry (kept unused
+    /// once, and on the LRU since) is kept at its later last puts without
+    /// asking `keep` again. It stays findable by key and by id while
+    /// referenced. For an unlinked file, whose inode a peer may still
+    /// name; [`Table::remove`](crate::Table::remove) also takes the entry
+    /// out of the lookups by key.
+    pub fn dont_keep(&self) {
+        // Release: the mark happens before this handle's put, whose
+        // Release the last put reads at zero (`Node::fate_without_keep`).
+        self.counted
+            .flags
+            .fetch_or(crate::node::DONT_KEEP, crate::sync::Ordering::Release);
     }
 
     /// Whether two handles are to the same entry.

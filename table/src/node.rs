@@ -20,6 +20,8 @@ use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering};
 pub(crate) const ON_KEY_CHAIN: u8 = 1 << 0;
 /// On the LRU of unused entries.
 pub(crate) const ON_LRU: u8 = 1 << 1;
+/// Dies at its last put, whatever `keep` says (`Handle::dont_keep`).
+pub(crate) const DONT_KEEP: u8 = 1 << 2;
 
 /// The counters every reference taken or given back writes, together in
 /// one cache line of their own: a lookup's reference and the peer's count
@@ -69,6 +71,9 @@ pub(crate) struct Node<K, V> {
     /// it).
     value: UnsafeCell<MaybeUninit<V>>,
     pub(crate) lru: LruLinks<K, V>,
+    /// While the slot is on the slots' recycled stack: the generation it
+    /// is reused with (high half) and the next slot down plus one (low).
+    pub(crate) vacancy: AtomicU64,
     /// The table's state, while the slot holds an entry: every entry
     /// keeps it alive, so that a handle can never outlive what it points
     /// into. Taken when the slot is recycled.
@@ -102,6 +107,7 @@ impl<K, V> Node<K, V> {
             value: UnsafeCell::new(MaybeUninit::uninit()),
             key_next: epoch::Atomic::null(),
             lru: LruLinks::new(),
+            vacancy: AtomicU64::new(0),
             shared: UnsafeCell::new(None),
         }
     }
@@ -159,6 +165,46 @@ impl<K, V> Node<K, V> {
         self.flags.load(Ordering::Acquire) & ON_KEY_CHAIN != 0
     }
 
+    /// The entry's fate at zero where it needs neither the user's `keep`
+    /// nor a listing (the kernel's `retain_dentry` without `d_lock`):
+    /// `Kill` once the table is closed, the entry off its key's chain,
+    /// marked [`DONT_KEEP`], or the table keeps none; `Keep` while it is
+    /// listed (its `keep` said yes when it was listed, and that answer
+    /// stands while it stays on the LRU); `None` otherwise, for the lock:
+    /// `keep` is asked and the entry listed.
+    ///
+    /// Every condition of a `Kill` is for the entry's life once it holds
+    /// (the table does not reopen, nor an entry return to its chain or
+    /// lose the mark), so a stale read of one can only delay a kill to
+    /// the lock. A listing and an unlisting race this read only as the
+    /// locked decision races them (see `Lru::retain`).
+    ///
+    /// # Safety
+    ///
+    /// The slot holds this entry while the call lasts: a reference, its
+    /// lock at zero, or an epoch pin taken while it was referenced (its
+    /// recycling, which takes the table's state, waits for the pin).
+    pub(crate) unsafe fn fate_without_keep(&self) -> Option<Fate> {
+        // SAFETY: the caller's guarantee.
+        let shared = unsafe { self.shared() };
+        // Acquire: a removal's or a mark's write, made while its maker
+        // held a reference, happens before the put that brought the count
+        // to zero (Release), which the caller's put read (Acquire at zero,
+        // or the lock); this read comes after.
+        let flags = self.flags.load(Ordering::Acquire);
+        if !shared.is_open()
+            || shared.max_unused == 0
+            || flags & ON_KEY_CHAIN == 0
+            || flags & DONT_KEEP != 0
+        {
+            Some(Fate::Kill)
+        } else if flags & ON_LRU != 0 {
+            Some(Fate::Keep)
+        } else {
+            None
+        }
+    }
+
     /// After the grace period of a released entry: drops its key and
     /// gives the slot back for a later entry (`old_id` was its id).
     ///
@@ -208,17 +254,17 @@ impl<K: Send + Sync, V: Send + Sync> Node<K, V> {
             (*node.value.get()).write(value);
             *node.shared.get() = Some(shared);
         }
-        // Relaxed, all: the revival's Release unlock publishes them, and
-        // the push on the key chain (Release) after it.
+        // Relaxed, all: the revival's Release publishes them, and the push
+        // on the key chain (Release) after it.
         node.hash.store(hash, Ordering::Relaxed);
         node.flags.store(ON_KEY_CHAIN, Ordering::Relaxed);
         node.id.store(id, Ordering::Relaxed);
-        let mut locked = node.counts.lockref.lock();
+        // One compare-and-swap (Release: publishes the fields above to a
+        // reference taken after it).
         // SAFETY: the slot's last entry was released and its grace period
         // is over (it was recycled): nothing relies on its death, and every
         // lookup by id that takes a reference compares the id after.
-        unsafe { locked.revive(1) }.expect("a vacant slot is dead");
-        drop(locked);
+        unsafe { node.counts.lockref.revive(1) }.expect("a vacant slot is dead");
         // SAFETY: the revived count of one is this reference; the pointer
         // is the slots', with the chunk's provenance.
         unsafe { CountedRef::from_raw(this) }
@@ -252,31 +298,48 @@ unsafe impl<K: Send + Sync, V: Send + Sync> Send for Released<K, V> {}
 unsafe impl<K, V> RefCounted for Node<K, V> {
     type Data = ();
     type Word = CasWord;
-    type Grace = ();
+    type Grace = epoch::Guard;
 
     fn lockref(&self) -> &LockRef<()> {
         &self.counts.lockref
     }
 
-    /// Kept at zero, on the LRU, if the table is open, the entry still on
-    /// its key's chain, the bound keeps any, and the user's `keep` says
-    /// so; killed otherwise.
+    /// Killed if the table is closed, the entry off its key's chain,
+    /// marked `DONT_KEEP`, or the bound keeps none; kept if listed
+    /// already; else kept and listed if the user's `keep` says so and the
+    /// LRU has room, killed otherwise.
     fn last_put(&self, _: &mut LockRefGuard<'_, ()>) -> Fate {
         // SAFETY: the lock is held at count zero and the entry is not dead:
         // it holds its slot, its key and its value.
+        if let Some(fate) = unsafe { self.fate_without_keep() } {
+            return fate;
+        }
+        // SAFETY: as above.
         let (shared, key, value) = unsafe { (self.shared(), self.key(), self.value()) };
         // The bound holds at rest: past it, the entry whose last reference
         // went is killed rather than kept (`Lru::retain`).
-        if shared.is_open()
-            && self.on_key_chain()
-            && shared.max_unused > 0
-            && (shared.keep)(key, value)
-            && shared.lru.retain(self, shared.max_unused)
-        {
+        if (shared.keep)(key, value) && shared.lru.retain(self, shared.max_unused) {
             Fate::Keep
         } else {
             Fate::Kill
         }
+    }
+
+    /// A put runs pinned when it may be the last (`fast_dput` runs under
+    /// `rcu_read_lock`): the pin holds the slot's recycling, and with it
+    /// the table's state, back while the put reads the entry at zero
+    /// without a reference.
+    fn grace() -> Option<epoch::Guard> {
+        Some(epoch::pin())
+    }
+
+    /// The last put of a listed entry, of a removed or marked one, and
+    /// every last put on a table that keeps none, decide without the lock
+    /// (`Node::fate_without_keep`); only a listing takes it.
+    fn fate_unlocked(&self) -> Option<Fate> {
+        // SAFETY: called under the grace section entered before the put
+        // (`RefCounted::grace`), while the put's reference held the entry.
+        unsafe { self.fate_without_keep() }
     }
 
     unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
@@ -291,13 +354,17 @@ unsafe impl<K, V> RefCounted for Node<K, V> {
         // still reads the old id (`Shared::find_id`) is not this ordering
         // but the epoch's `SeqCst` fences: the lookup's pin fences before
         // its load, and the deferral below fences (when its bag is sealed
-        // with the global epoch) after this swap. If the deferral's fence
+        // with the global epoch) after this store. If the deferral's fence
         // comes first in their single order, the lookup's load sees
         // `VACANT`; if the pin's does, the collector sees the lookup pinned
         // and waits for it. So `Relaxed` would do, and a weakened mutant
         // survives every model: it is equivalent. `Release` (and
         // `find_id`'s `Acquire`) state the pairing at no cost on x86.
-        let old_id = node.id.swap(VACANT, Ordering::Release);
+        // Relaxed load: only the entry's own fill and release write the id,
+        // and both are ordered before this (the fill by the count's
+        // revival, which the kill saw).
+        let old_id = node.id.load(Ordering::Relaxed);
+        node.id.store(VACANT, Ordering::Release);
         shared.lru.remove(node);
         let released = Released(this);
         // The recycling is deferred before the value is dropped, so that a

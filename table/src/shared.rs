@@ -129,7 +129,7 @@ impl<K, V> Shared<K, V> {
         let found = self.slots.locate(id)?;
         // SAFETY: the slots' memory lives while `self` does.
         let node = unsafe { found.as_ref() };
-        // Acquire: pairs with the release's swap to `VACANT`; a pinned
+        // Acquire: pairs with the release's store of `VACANT`; a pinned
         // reader that sees the id before that swap holds the recycling
         // back by the epoch's fences, not by this ordering (`Relaxed` would
         // do: see `Node::release`). The caller reads only atomics of the

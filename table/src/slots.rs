@@ -12,7 +12,7 @@
 use core::ptr::{self, NonNull};
 
 use crate::node::Node;
-use crate::sync::{lock, AtomicPtr, Mutex, Ordering};
+use crate::sync::{lock, AtomicPtr, AtomicU64, Mutex, Ordering};
 
 /// Slots in the first chunk; chunk `c` holds `FIRST_CHUNK << c`. Small
 /// under loom, whose every atomic is a modelled object.
@@ -37,20 +37,27 @@ pub(crate) struct Vacancy<K, V> {
     pub(crate) id: u64,
 }
 
-/// The slots not in use, under the slots' lock.
-struct Unused {
-    /// Slots given back (after their grace period), with the generation
-    /// each is reused with.
-    recycled: Vec<(u32, u32)>,
-    /// Slots never used from here on.
-    fresh: u64,
-}
+/// The low half of a link of the recycled stack: the slot's number plus
+/// one (zero: none).
+const LINK_SLOT: u64 = (1 << 32) - 1;
 
 pub(crate) struct Slots<K, V> {
     /// Chunk `c`, once allocated: `FIRST_CHUNK << c` nodes, never freed
     /// before the slots are dropped.
     chunks: [AtomicPtr<Node<K, V>>; CHUNKS],
-    unused: Mutex<Unused>,
+    /// The stack of slots given back (after their grace period), newest
+    /// on top: a lock-free (Treiber) stack whose links are in the vacant
+    /// nodes themselves (`Node::vacancy`: the next slot, and the
+    /// generation the slot is reused with). The head is the top slot's
+    /// number plus one in its low half (zero: empty) and a tag in its high
+    /// half, changed by every push and pop, so that a pop whose top was
+    /// popped and pushed back meanwhile (ABA) fails its compare-and-swap.
+    /// A node's link may be read after it was popped by another thread:
+    /// the memory is type-stable, and the tag then fails the swap.
+    recycled: AtomicU64,
+    /// Slots never used from here on (the next one's number), under its
+    /// lock, which also orders the allocation of chunks.
+    fresh: Mutex<u64>,
     first_id: u64,
 }
 
@@ -74,10 +81,8 @@ impl<K, V> Slots<K, V> {
         );
         Slots {
             chunks: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
-            unused: Mutex::new(Unused {
-                recycled: Vec::new(),
-                fresh: 0,
-            }),
+            recycled: AtomicU64::new(0),
+            fresh: Mutex::new(0),
             first_id,
         }
     }
@@ -114,16 +119,16 @@ impl<K, V> Slots<K, V> {
     ///
     /// When every slot is in use or retired (about 2^32 entries).
     pub(crate) fn take(&self) -> Vacancy<K, V> {
-        let mut unused = lock(&self.unused);
-        let (slot, generation) = match unused.recycled.pop() {
+        let (slot, generation) = match self.pop_recycled() {
             Some(reused) => reused,
             None => {
-                let slot = unused.fresh;
+                let mut fresh = lock(&self.fresh);
+                let slot = *fresh;
                 let (c, at) = split(slot).expect("a table holds fewer than 2^32 entries");
                 if at == 0 {
                     self.allocate(c);
                 }
-                unused.fresh += 1;
+                *fresh += 1;
                 (slot as u32, 0)
             }
         };
@@ -142,7 +147,7 @@ impl<K, V> Slots<K, V> {
         self.recycle(slot, vacancy.id);
     }
 
-    /// Allocates chunk `c`: vacant nodes. Under the slots' lock.
+    /// Allocates chunk `c`: vacant nodes. Under the lock of `fresh`.
     fn allocate(&self, c: usize) {
         let chunk: Box<[Node<K, V>]> = (0..chunk_len(c))
             .map(|at| Node::vacant((FIRST_CHUNK * ((1 << c) - 1)) as u32 + at as u32))
@@ -156,15 +161,70 @@ impl<K, V> Slots<K, V> {
     /// is reused with the next generation, or retired after the last.
     pub(crate) fn recycle(&self, slot: u32, id: u64) {
         let generation = ((id - self.first_id) >> SLOT_BITS) as u32;
-        if generation < LAST_GENERATION {
-            lock(&self.unused).recycled.push((slot, generation + 1));
+        if generation >= LAST_GENERATION {
+            return;
+        }
+        // SAFETY: the slots' memory lives while `self` does; a recycled
+        // slot's number is one of a fresh slot taken before.
+        let node = unsafe { self.node(u64::from(slot)).expect("allocated").as_ref() };
+        // Relaxed: a guess; the compare-and-swap checks it.
+        let mut head = self.recycled.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: nobody pops this slot before the swap below
+            // publishes it (Release).
+            node.vacancy.store(
+                u64::from(generation + 1) << 32 | (head & LINK_SLOT),
+                Ordering::Relaxed,
+            );
+            let tag = (head >> 32).wrapping_add(1);
+            // Release: the link and the slot's last writes (its key
+            // dropped, its table's state let go) happen before the pop
+            // that takes it (Acquire). Failure Relaxed: the next guess.
+            match self.recycled.compare_exchange_weak(
+                head,
+                tag << 32 | (u64::from(slot) + 1),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(now) => head = now,
+            }
+        }
+    }
+
+    /// The newest recycled slot and the generation it is reused with, off
+    /// the stack, or `None` if it is empty.
+    fn pop_recycled(&self) -> Option<(u32, u32)> {
+        // Acquire: pairs with the push's Release, so the top's link is
+        // seen (and, on success, everything before its recycling).
+        let mut head = self.recycled.load(Ordering::Acquire);
+        loop {
+            let top = (head & LINK_SLOT).checked_sub(1)?;
+            // SAFETY: type-stable memory, valid while `self` is.
+            let node = unsafe { self.node(top).expect("allocated").as_ref() };
+            // Relaxed: read after the Acquire of the head that named it;
+            // if the top was popped (and its link changed) since, the tag
+            // has changed and the swap fails.
+            let vacancy = node.vacancy.load(Ordering::Relaxed);
+            let tag = (head >> 32).wrapping_add(1);
+            // Acquire: as above. Failure Acquire too: the next head's
+            // link is read next.
+            match self.recycled.compare_exchange_weak(
+                head,
+                tag << 32 | (vacancy & LINK_SLOT),
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some((top as u32, (vacancy >> 32) as u32)),
+                Err(now) => head = now,
+            }
         }
     }
 
     /// Every slot ever used (for teardown and iteration): each may hold an
     /// entry, or none.
     pub(crate) fn used(&self) -> impl Iterator<Item = NonNull<Node<K, V>>> + '_ {
-        let fresh = lock(&self.unused).fresh;
+        let fresh = *lock(&self.fresh);
         (0..fresh).filter_map(|slot| self.node(slot))
     }
 }

@@ -62,6 +62,14 @@ impl Default for Config {
 ///   last reference went stays (unused, findable, on a bounded LRU) or
 ///   dies. The table does the kill, the removal under the bucket lock and
 ///   the deferred reuse of the entry's memory.
+/// - **The last put of a cached entry takes no lock** (the kernel's
+///   `fast_dput`): it drops the count to zero under an epoch pin and reads
+///   the entry's flags. An entry already listed stays, with no further
+///   write; one removed ([`remove`](Self::remove)), marked
+///   ([`Handle::dont_keep`]), of a dropped table or of a table that keeps
+///   none dies by one more compare-and-swap (zero to dead), unless a
+///   lookup revived it meanwhile. Only an entry not listed yet takes its
+///   lock, for `keep` to decide and the LRU to list it.
 /// - **Protocol ids** ([`hand_out`](Self::hand_out), [`Handle::into_id`],
 ///   [`get`](Self::get), [`forget`](Self::forget)): a reference handed to
 ///   a peer (a FUSE node id) is counted, and the peer cannot give back
@@ -79,6 +87,17 @@ impl Default for Config {
 /// Memory: the slots of the most entries live at once stay allocated
 /// (reused, never freed) until the table's state goes, with the last
 /// handle; keys and values are dropped as their entries die.
+///
+/// **When `keep` is asked.** Under the entry's lock, at count zero, when
+/// an entry that is not on the LRU loses its last reference: a yes lists
+/// it (if the bound has room). The answer then stands while the entry
+/// stays listed: its later last puts keep it without asking `keep` again
+/// (and without the lock), across revivals. It is asked again only after
+/// the entry left the LRU alive (the reclaimer unlists an entry it finds
+/// in use). So a change to what `keep` reads does not by itself undo a
+/// yes: to have a cached entry die at its next last put, call
+/// [`Handle::dont_keep`] on it, or [`remove`](Self::remove) its key (the
+/// kernel's `d_mark_dontcache` and `d_drop`), while holding a reference.
 ///
 /// The `keep` function and the `make` function of an insert run with the
 /// table's locks held (the entry's lock, the key's bucket lock): they must
@@ -107,7 +126,8 @@ impl Default for Config {
 /// table.forget(id, 2).unwrap();
 /// assert_eq!(table.unused(), 1); // linked: cached at zero
 /// let open = table.get(id).unwrap(); // revived
-/// open.linked.store(false, Ordering::Relaxed); // unlink
+/// open.linked.store(false, Ordering::Relaxed); // unlink...
+/// open.dont_keep(); // ...and say so: a listed entry's `keep` is not asked again
 /// drop(open); // the last reference: killed
 /// assert_eq!((table.len(), table.get(id).err()), (0, Some(TableError::UnknownId(id))));
 /// ```
@@ -129,6 +149,10 @@ where
     /// A table whose entries, when their last reference goes, stay
     /// (unused, findable, reclaimed oldest first past
     /// [`Config::max_unused`]) if `keep` says so, and die otherwise.
+    /// `keep` is asked when an entry not yet cached loses its last
+    /// reference; a cached entry stays cached at its later last puts
+    /// until [`Handle::dont_keep`] or [`remove`](Self::remove) (see
+    /// [`Table`], "When `keep` is asked").
     ///
     /// Keys are hashed with the standard library's `RandomState`
     /// (SipHash, seeded per table), as `HashMap`'s are: chains stay short
@@ -177,7 +201,10 @@ where
     /// entry and a dying entry is replaced.
     pub fn find_or_insert_with(&self, key: K, make: impl FnOnce(u64) -> V) -> Handle<K, V> {
         let hash = self.shared.hash(&key);
-        match self.find_hashed(hash, &key) {
+        // One pin for the walk and, after a miss, the insert (whose own
+        // pins are then counts).
+        let guard = crossbeam_epoch::pin();
+        match self.find_pinned(hash, &key, &guard) {
             Some(found) => found,
             None => self.insert_hashed(hash, key, make),
         }
@@ -209,8 +236,10 @@ where
         accept: impl FnOnce(&V) -> bool,
     ) -> Option<u64> {
         let hash = self.shared.hash(&key);
+        // One pin for the walk and, after a miss, the insert (whose own
+        // pins are then counts).
+        let guard = crossbeam_epoch::pin();
         let found = {
-            let guard = crossbeam_epoch::pin();
             match self.shared.find_key(hash, &key, &guard) {
                 Some(found) => {
                     // SAFETY: found on its chain while pinned: its slot
@@ -237,13 +266,23 @@ where
             }
         };
         let entry = found.unwrap_or_else(|| self.insert_hashed(hash, key, make));
+        drop(guard);
         accept(&entry).then(|| entry.into_id())
     }
 
     /// `find` with the key's hash.
     fn find_hashed(&self, hash: u64, key: &K) -> Option<Handle<K, V>> {
-        let guard = crossbeam_epoch::pin();
-        let found = self.shared.find_key(hash, key, &guard)?;
+        self.find_pinned(hash, key, &crossbeam_epoch::pin())
+    }
+
+    /// `find` with the key's hash, pinned by `guard`.
+    fn find_pinned(
+        &self,
+        hash: u64,
+        key: &K,
+        guard: &crossbeam_epoch::Guard,
+    ) -> Option<Handle<K, V>> {
+        let found = self.shared.find_key(hash, key, guard)?;
         // SAFETY: found on its chain while pinned: its slot holds it until
         // the pin ends; the chain's pointer has the slots' provenance.
         let counted = unsafe { CountedRef::try_get(found) }?;

@@ -379,3 +379,171 @@ fn a_listed_entrys_last_put_races_its_unlisting() {
         assert_eq!(t.len() + drops.load(SeqCst), 2);
     });
 }
+
+/// A lockless zero racing a revival, on a table that keeps none: the last
+/// put drops to zero and kills without the entry's lock (one
+/// compare-and-swap from zero to dead) while a lookup revives the entry.
+/// The kill lands only on a zero count: a revived entry lives on with its
+/// value, and dies at the lookup's own last put. (The mutant whose
+/// lockless kill does not check that the count is still zero kills the
+/// revived entry under the lookup's handle: it fails this.)
+#[test]
+fn a_lockless_zero_races_a_revival() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table_keeping(0);
+        let held = t.find_or_insert_with(1, |_| value(&drops, false));
+        let lookup = {
+            let t = t.clone();
+            let drops = drops.clone();
+            thread::spawn(move || {
+                if let Some(h) = t.find(&1) {
+                    // The other put's kill may run here.
+                    thread::yield_now();
+                    assert!(h.count() >= 1, "a revived entry lives under its handle");
+                    assert_eq!(drops.load(SeqCst), 0, "and keeps its value");
+                }
+            })
+        };
+        let put = thread::spawn(move || drop(held));
+        lookup.join().unwrap();
+        put.join().unwrap();
+        assert_eq!((t.len(), drops.load(SeqCst)), (0, 1));
+    });
+}
+
+/// A lockless zero racing the shrinker: a listed entry's last put keeps it
+/// without the lock (it reads the listed flag after the put) while the
+/// shrinker unlists and kills the oldest. At rest the entry is listed and
+/// unused, or dead: never kept at zero off the list, where no reclaimer
+/// finds it. (The mutant that keeps an entry at a lockless zero without
+/// reading the listed flag keeps it off the list after the shrinker
+/// unlisted it in use: it fails this.)
+#[test]
+fn a_lockless_zero_races_the_shrinker() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        drop(t.find_or_insert_with(1, |_| value(&drops, true)));
+        let revived = t.find(&1).expect("kept, listed");
+        let shrink = {
+            let t = t.clone();
+            thread::spawn(move || t.shrink(1))
+        };
+        let put = thread::spawn(move || drop(revived));
+        shrink.join().unwrap();
+        put.join().unwrap();
+        assert_eq!(t.len(), t.unused(), "every entry at rest is listed");
+        assert_eq!(t.len() + drops.load(SeqCst), 1);
+    });
+}
+
+/// A lockless zero racing a kill: a listed entry's last put keeps it
+/// without the lock while another thread removes its key (the entry then
+/// dies at zero, whoever reaches it). At rest it is dead, its value
+/// dropped once. (The mutant that keeps a listed entry at a lockless zero
+/// without reading whether it is still on its key's chain keeps it,
+/// unfindable, at zero: it fails this.)
+#[test]
+fn a_lockless_zero_races_a_kill() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        drop(t.find_or_insert_with(1, |_| value(&drops, true)));
+        let revived = t.find(&1).expect("kept, listed");
+        let remove = {
+            let t = t.clone();
+            thread::spawn(move || assert!(t.remove(&1)))
+        };
+        let put = thread::spawn(move || drop(revived));
+        remove.join().unwrap();
+        put.join().unwrap();
+        assert_eq!((t.len(), t.unused(), drops.load(SeqCst)), (0, 0, 1));
+    });
+}
+
+/// A lockless zero racing `Handle::dont_keep`: a lookup revives a listed
+/// entry, marks it not to be kept and drops it, while the other holder
+/// drops its last handle. Whichever put is the last sees the mark (it was
+/// made under a reference, before that reference's put) and kills it.
+/// (The mutant that keeps a listed entry at a lockless zero without
+/// reading the mark fails this.)
+#[test]
+fn a_lockless_zero_races_dont_keep() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        drop(t.find_or_insert_with(1, |_| value(&drops, true)));
+        let revived = t.find(&1).expect("kept, listed");
+        let unlink = {
+            let t = t.clone();
+            thread::spawn(move || {
+                let h = t.find(&1).expect("held by the other thread, or kept");
+                h.keep.store(false, SeqCst);
+                h.dont_keep();
+            })
+        };
+        let put = thread::spawn(move || drop(revived));
+        unlink.join().unwrap();
+        put.join().unwrap();
+        assert_eq!((t.len(), t.unused(), drops.load(SeqCst)), (0, 0, 1));
+    });
+}
+
+/// A lockless zero racing the table's drop: a listed entry's last put
+/// keeps it without the lock while the teardown closes the table and
+/// kills what is unused. Either the teardown finds it at zero and kills
+/// it, or the put comes after the teardown's look at it and sees the
+/// table closed. (The mutant that keeps a listed entry at a lockless zero
+/// without reading whether the table is open leaks it: it fails this.)
+#[test]
+fn a_lockless_zero_races_the_tables_drop() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = Table::with_keep(
+            Config {
+                buckets: 1,
+                max_unused: 4,
+                ..Config::default()
+            },
+            |_, v: &Value| v.keep.load(SeqCst),
+        );
+        drop(t.find_or_insert_with(1, |_| value(&drops, true)));
+        let revived = t.find(&1).expect("kept, listed");
+        let teardown = thread::spawn(move || drop(t));
+        let put = thread::spawn(move || drop(revived));
+        teardown.join().unwrap();
+        put.join().unwrap();
+        assert_eq!(drops.load(SeqCst), 1, "dropped once, nothing kept");
+    });
+}
+
+/// The release of a listed entry races the shrinker's unlisting of it:
+/// the release reads the listed flag without the list's lock, then takes
+/// the lock and reads it again before it unlists, since the shrinker may
+/// have unlisted the entry in between (it pops the oldest under the
+/// list's lock, then finds it dead, or kills it). The list and its length
+/// stay exact. (The mutant without the second read unlists the entry
+/// twice: the length wraps below zero and this fails.)
+#[test]
+fn an_lru_remove_races_a_shrink() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        drop(t.find_or_insert_with(1, |_| value(&drops, true)));
+        assert_eq!(t.unused(), 1, "kept, listed");
+        let remove = {
+            let t = t.clone();
+            // `false` when the shrinker killed it first.
+            thread::spawn(move || t.remove(&1))
+        };
+        let shrink = {
+            let t = t.clone();
+            thread::spawn(move || t.shrink(1))
+        };
+        let removed = remove.join().unwrap();
+        let killed = shrink.join().unwrap();
+        assert!(removed || killed == 1, "one of them ended it");
+        assert_eq!((t.len(), t.unused(), drops.load(SeqCst)), (0, 0, 1));
+    });
+}

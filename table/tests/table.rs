@@ -59,6 +59,8 @@ fn lookups_find_one_entry_per_key_and_revive_it_from_zero() {
     let again = table.find(&1).expect("revived from zero");
     assert_eq!(again.count(), 1);
     again.linked.store(false, Ordering::Relaxed);
+    // Listed since its first last put: `keep` is not asked again.
+    again.dont_keep();
     drop(again);
     assert_eq!((table.len(), table.unused()), (0, 0), "unlinked: killed");
     assert!(table.find(&1).is_none());
@@ -470,7 +472,10 @@ fn concurrent_lookups_forgets_and_puts_stay_balanced() {
                             let again = table.get(h.id()).expect("we hold it");
                             assert!(Handle::ptr_eq(&again, &h));
                         }
-                        2 if i % 16 == 2 => h.linked.store(false, Ordering::Relaxed),
+                        2 if i % 16 == 2 => {
+                            h.linked.store(false, Ordering::Relaxed);
+                            h.dont_keep();
+                        }
                         3 => {
                             let id = table.hand_out(key, |_| {
                                 made.fetch_add(1, Ordering::Relaxed);
@@ -549,4 +554,71 @@ fn a_value_may_hold_a_handle_of_its_own_table() {
     drop((dir, root));
     drop(table);
     assert_eq!(drops.load(Ordering::Relaxed), 5, "every value dropped");
+}
+
+/// Exact accounting of the last put of a cached entry (the kernel's
+/// `fast_dput`): once listed, a revived entry's last put is one lockless
+/// compare-and-swap on its lockref, takes no lock of the entry or the
+/// table, and does not ask `keep` again.
+#[test]
+fn the_last_put_of_a_cached_entry_takes_no_lock_and_asks_keep_once() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let table = {
+        let asked = asked.clone();
+        Table::with_keep(Config::default(), move |_, _: &u64| {
+            asked.fetch_add(1, Ordering::Relaxed);
+            true
+        })
+    };
+    drop(table.find_or_insert_with(1, |_| 7));
+    assert_eq!(
+        (table.unused(), asked.load(Ordering::Relaxed)),
+        (1, 1),
+        "listed: asked once"
+    );
+    let locks = table.locks_taken();
+    for _ in 0..3 {
+        let revived = table.find(&1).expect("cached");
+        revived.reset_lockref_stats();
+        drop(revived);
+        let again = table.find(&1).expect("kept at zero");
+        let s = again.lockref_stats();
+        assert_eq!(
+            (s.operations, s.lockless, s.lock_acquisitions),
+            (2, 2, 0),
+            "the last put and this lookup: two lockless operations, no lock"
+        );
+        drop(again);
+    }
+    assert_eq!(table.locks_taken(), locks, "no table lock");
+    assert_eq!(asked.load(Ordering::Relaxed), 1, "keep is not asked again");
+    assert_eq!(table.unused(), 1);
+}
+
+/// `Handle::dont_keep` makes a cached entry die at its next last put,
+/// whatever `keep` says, and it stays findable while referenced; `remove`
+/// does the same and takes it out of the lookups at once.
+#[test]
+fn dont_keep_and_remove_end_a_cached_entry_at_its_last_put() {
+    let drops = Arc::default();
+    let table = caching(8);
+    drop(table.find_or_insert_with(1, |_| inode(&drops)));
+    drop(table.find_or_insert_with(2, |_| inode(&drops)));
+    assert_eq!((table.len(), table.unused()), (2, 2));
+
+    let one = table.find(&1).expect("cached");
+    one.dont_keep();
+    let again = table.find(&1).expect("still findable while referenced");
+    drop(one);
+    assert_eq!(table.len(), 2, "not the last put");
+    drop(again);
+    assert_eq!(table.len(), 1, "the last put killed it");
+    assert!(table.find(&1).is_none());
+
+    let two = table.find(&2).expect("cached");
+    assert!(table.remove(&2));
+    assert!(table.find(&2).is_none(), "out of the lookups at once");
+    drop(two);
+    assert_eq!((table.len(), table.unused()), (0, 0));
+    assert_eq!(drops.load(Ordering::Relaxed), 2, "each value dropped once");
 }
