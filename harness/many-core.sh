@@ -7,13 +7,19 @@
 #   BUNDLE/many-core.sh run [OUT]         there: the full sweep, every
 #                                         testcase at 1..N threads (N: the
 #                                         CPUs the process may use), then the
+#                                         hot entry (hotinode: dashmap beside
+#                                         the lockref tables) at 1, 2, 4, ...
+#                                         64 threads, past N, unpinned, quiet
+#                                         and beside busy neighbours, then the
 #                                         shipped trace replayed; CSV, JSON,
 #                                         SVG and PNG into OUT/<machine>/
 #                                         (default OUT: ./results)
 #
 # Knobs (environment): DURATION (seconds per run, default 1), REPEAT (runs
 # per point, median reported, default 3), MAX_THREADS (default N), STEP
-# (thread counts 1 then every STEP up to MAX_THREADS, default 1).
+# (thread counts 1 then every STEP up to MAX_THREADS, default 1),
+# HOT_THREADS (the hot entry's thread counts, default 1,2,4,8,16,32,64),
+# HOT_BACKGROUND (its busy neighbours, runs of each, default "0 2").
 #
 # The binary is built here and carried: nothing is fetched or compiled
 # there. It needs the same architecture and a glibc at least as new.
@@ -59,6 +65,18 @@ run() {
     "$wis" -q -n "$threads" -d "${DURATION:-1}" -r "${REPEAT:-3}" \
         --csv "$dir/wis.csv" --json "$dir/wis.json" --svg "$dir/wis.svg" --png "$dir/wis.png" \
         | tee "$dir/wis.txt"
+    # The hot entry: every thread on one directory and one file cycling
+    # through zero, dashmap + Arc beside the lockref tables, up to 64
+    # threads whatever the CPUs (unpinned: a server's threads are not),
+    # quiet and beside busy neighbours.
+    local bg
+    for bg in ${HOT_BACKGROUND:-0 2}; do
+        "$wis" -q -t hotinode -n "${HOT_THREADS:-1,2,4,8,16,32,64}" -d "${DURATION:-1}" \
+            -r "${REPEAT:-3}" --no-pin --background "$bg" \
+            --csv "$dir/hotinode-bg$bg.csv" --json "$dir/hotinode-bg$bg.json" \
+            --svg "$dir/hotinode-bg$bg.svg" --png "$dir/hotinode-bg$bg.png" \
+            | tee "$dir/hotinode-bg$bg.txt"
+    done
     for tr in "$here"/traces/*.trace; do
         local name
         name=$(basename "$tr" .trace)
