@@ -24,10 +24,10 @@ type Guard<'a, T> = LockRefGuard<'a, <T as RefCounted>::Data, <T as RefCounted>:
 
 /// Gives up `n` references the caller owns: lockless unless they are the
 /// last. The last go without the lock too when the object has a grace
-/// section ([`RefCounted::grace`]), entered only when the count reads `n`
-/// (a put that is not the last needs none, and pays none); else the lock
-/// is taken and the object asked. Returns the object if this killed it
-/// (the caller then releases it, [`release_chain`]).
+/// section ([`RefCounted::grace`]), entered only by a put that found its
+/// references the last (a put that is not the last needs none, and pays
+/// none); else the lock is taken and the object asked. Returns the object
+/// if this killed it (the caller then releases it, [`release_chain`]).
 ///
 /// # Errors
 ///
@@ -49,17 +49,32 @@ pub(crate) unsafe fn put_many<T: RefCounted>(
     let lockref = unsafe { ptr.as_ref() }.lockref();
     // Without the lockless paths (`LOCKLESS` is false), a lockless put
     // never succeeds: a grace section would buy nothing.
-    if crate::LOCKLESS && (!T::Word::GRACE_FOR_THE_LAST_PUT_ONLY || lockref.count() == Some(n)) {
-        if let Some(grace) = T::grace() {
-            // SAFETY: the caller owns the `n` references this gives up.
-            match unsafe { lockref.raw().put_many_owned(n) } {
-                // SAFETY: `grace` was entered before the put and keeps the
-                // memory valid.
-                Ok(0) => return Ok(unsafe { zero_unlocked(ptr, grace) }),
+    if crate::LOCKLESS {
+        // A put that reads as the last goes straight to the grace section
+        // (as `dput`'s `rcu_read_lock` first); one that reads as not the
+        // last tries without it, and learns if it was the last after all.
+        let last = !T::Word::GRACE_FOR_THE_LAST_PUT_ONLY
+            || lockref.count() == Some(n)
+            || match lockref.raw().put_many_unless_last(n) {
                 // Others hold it (or it is saturated): not ours any more.
-                Ok(_) => return Ok(None),
-                // Nothing changed: the references are still the caller's.
-                Err(_) => drop(grace),
+                Ok(true) => return Ok(None),
+                Ok(false) => true,
+                // The lock is held, or contended: decided under it.
+                Err(_) => false,
+            };
+        if last {
+            if let Some(grace) = T::grace() {
+                // SAFETY: the caller owns the `n` references this gives up.
+                match unsafe { lockref.raw().put_many_owned(n) } {
+                    // SAFETY: `grace` was entered before the put and keeps
+                    // the memory valid.
+                    Ok(0) => return Ok(unsafe { zero_unlocked(ptr, grace) }),
+                    // Revived meanwhile (or saturated): not ours any more.
+                    Ok(_) => return Ok(None),
+                    // Nothing changed: the references are still the
+                    // caller's.
+                    Err(_) => drop(grace),
+                }
             }
         }
     }

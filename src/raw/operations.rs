@@ -161,6 +161,39 @@ unsafe impl<P: Policy, K: Park> RawLockRef for CasWord<P, K> {
     }
 
     #[inline]
+    fn put_many_unless_last(&self, n: u32) -> Result<bool, PutError> {
+        if n == 0 || n >= crate::SATURATED {
+            // Nothing to drop, or more than a live count holds.
+            return Err(PutError::NotPositive);
+        }
+        let n = n as i32;
+        // Counted before the releasing compare-and-swap (see the module
+        // docs), and retracted below if nothing was written.
+        self.stats.record(Event::Operation);
+        self.stats.record(Event::Lockless);
+        // Release on success: as `put_return`.
+        match self
+            .word
+            .attempt::<P>(&self.stats, Ordering::Release, -n, n + 1)
+        {
+            // Swapped: given up, not ours to touch. Saturated: nothing
+            // was written, and a saturated object is never freed.
+            Attempt::Swapped(_) | Attempt::CountOutOfRange(SATURATED_I32) => Ok(true),
+            // The last (or fewer): nothing written, not counted.
+            Attempt::CountOutOfRange(_) => {
+                self.stats.retract(Event::Lockless);
+                self.stats.retract(Event::Operation);
+                Ok(false)
+            }
+            Attempt::GaveUp(why) => {
+                self.stats.retract(Event::Lockless);
+                self.stats.retract(Event::Operation);
+                Err(why)
+            }
+        }
+    }
+
+    #[inline]
     fn kill_if_zero_unlocked(&self) -> Result<bool, PutError> {
         self.stats.record(Event::Operation);
         let killed = self.word.kill_if_zero::<P>(&self.stats);

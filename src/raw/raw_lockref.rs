@@ -66,13 +66,13 @@ pub unsafe trait RawLockRef: Sized {
     type Ticket: Copy;
 
     /// Whether a put that is not the last costs no more through
-    /// [`put_many_or_lock`](Self::put_many_or_lock) than through
+    /// [`put_many_unless_last`](Self::put_many_unless_last) than through
     /// [`put_owned`](Self::put_owned) (one compare-and-swap either way):
     /// then an object with a grace section
     /// ([`RefCounted::grace`](crate::RefCounted::grace)) enters it only for
-    /// a put whose count reads as the last. `false` (the `fetch_add` word,
-    /// whose `put_owned` is one `lock xadd` and whose `put_many_or_lock` a
-    /// loop) enters it for every put.
+    /// a put that finds its references the last. `false` (the `fetch_add`
+    /// word, whose `put_owned` is one `lock xadd`) enters it for every
+    /// put.
     const GRACE_FOR_THE_LAST_PUT_ONLY: bool = true;
 
     /// An unlocked word holding `count` references.
@@ -143,6 +143,19 @@ pub unsafe trait RawLockRef: Sized {
         } else {
             Err(PutError::Unsupported)
         }
+    }
+
+    /// Drops `n` references without the lock if more than `n` are held:
+    /// `Ok(true)` dropped (or the count is saturated: nothing moves);
+    /// `Ok(false)` they are the last (or fewer are held): nothing changed,
+    /// and the caller puts them another way (under a grace section, or
+    /// the lock); `Err` nothing changed (the lock held, contended, or no
+    /// lockless path: the default). `Release` on success. Counted as an
+    /// operation only when it dropped them.
+    #[inline]
+    fn put_many_unless_last(&self, n: u32) -> Result<bool, PutError> {
+        let _ = n;
+        Err(PutError::Unsupported)
     }
 
     /// Marks the word dead if its count is zero and its lock free, without

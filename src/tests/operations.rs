@@ -252,3 +252,28 @@ fn kill_if_zero_unlocked_states() {
     assert_eq!(s.raw().kill_if_zero_unlocked(), Ok(false));
     assert_eq!(s.count(), Some(SATURATED));
 }
+
+/// `put_many_unless_last`: `n` references dropped without the lock while
+/// more than `n` are held; at the last (or fewer) nothing changes and the
+/// caller is told so; refused with nothing changed while the lock is
+/// held; a saturated count stays.
+#[test]
+fn put_many_unless_last_states() {
+    let r = LockRef::<()>::with_count((), 5).unwrap();
+    if !LOCKLESS {
+        assert_eq!(r.raw().put_many_unless_last(1), Err(PutError::Unsupported));
+        return;
+    }
+    assert_eq!(r.raw().put_many_unless_last(2), Ok(true));
+    assert_eq!(r.count(), Some(3));
+    assert_eq!(r.raw().put_many_unless_last(3), Ok(false), "the last three");
+    assert_eq!(r.raw().put_many_unless_last(4), Ok(false), "more than held");
+    assert_eq!(r.count(), Some(3), "nothing moved");
+    let g = r.lock();
+    assert_eq!(r.raw().put_many_unless_last(1), Err(PutError::Locked));
+    drop(g);
+    assert_eq!(r.count(), Some(3));
+    let s = saturated::<KernelRetry>();
+    assert_eq!(s.raw().put_many_unless_last(2), Ok(true));
+    assert_eq!(s.count(), Some(SATURATED));
+}
