@@ -95,7 +95,9 @@ impl<T: InodeTable> Default for RequestMix<T> {
 /// of it, a `LOOKUP` of the file, a `GETATTR` of it, then the `FORGET` of
 /// the file and of the directory. Nothing else holds them, so a thread
 /// alone gives back the kernel's last reference at each `FORGET` (the
-/// entry's last put takes its lock, and the next `LOOKUP` makes it again);
+/// entry's last put drops it to zero without the lock: a table that keeps
+/// forgotten inodes keeps it, one that keeps none kills it and the next
+/// `LOOKUP` makes it again);
 /// with threads beside it, the entries' counts rise and fall around zero.
 /// The host inodes are file handles with no descriptor (no system call),
 /// so the table's own work is what is measured; they are born at a known

@@ -40,7 +40,8 @@ pub enum Testcase {
     Inodes,
     /// Every thread on one hot directory and file whose entries cycle
     /// through zero (LOOKUP, GETATTR of each, FORGET of each): the last
-    /// put takes the entry's lock, which convoys if its waiters spin.
+    /// put drops the count to zero without the lock (a cached entry stays;
+    /// on a table that keeps none, one more compare-and-swap kills it).
     HotInode,
 }
 

@@ -38,10 +38,8 @@ fn revive_without_the_lock_brings_back_only_a_dead_word() {
     assert_eq!(unsafe { r.revive(1) }, Err(CountError::NotDead));
     r.lock().mark_dead();
     // SAFETY: as above.
-    assert_eq!(
-        unsafe { r.revive(SATURATED + 1) },
-        Err(CountError::OutOfRange)
-    );
+    let too_many = unsafe { r.revive(SATURATED + 1) };
+    assert_eq!(too_many, Err(CountError::OutOfRange));
     assert!(r.is_dead());
     // SAFETY: as above.
     unsafe { r.revive(2) }.unwrap();

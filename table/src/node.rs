@@ -145,7 +145,9 @@ impl<K, V> Node<K, V> {
     /// # Safety
     ///
     /// The slot holds an entry that is not recycled while the borrow
-    /// lasts: a reference on it, its lock at zero, or its release.
+    /// lasts: a reference on it, its lock at zero, its release, or an
+    /// epoch pin taken while it was referenced (the recycling, which takes
+    /// the state, is deferred past every pin taken before the release).
     pub(crate) unsafe fn shared(&self) -> &Shared<K, V> {
         // SAFETY: set by `fill`, taken only by the recycling.
         unsafe { (*self.shared.get()).as_deref() }.expect("the slot holds an entry")
