@@ -196,6 +196,43 @@ impl<K, V> Shared<K, V> {
         bucket.unlink(node, guard)
     }
 
+    /// Takes `key`'s live entry off its chain under the key's bucket lock,
+    /// and returns it (maybe at zero: the caller kills it if unused). Under
+    /// the lock, an insert of the key in flight (its `make` runs under the
+    /// same lock) has either linked its entry, which this finds, or not yet
+    /// begun its `make`. The node stays valid while `guard` is held.
+    pub(crate) fn remove_key(
+        &self,
+        hash: u64,
+        key: &K,
+        guard: &Guard,
+    ) -> Option<NonNull<Node<K, V>>>
+    where
+        K: Eq,
+    {
+        let bucket = self.key_bucket(hash);
+        let _inserts_wait = self.lock(bucket);
+        // A dying entry (dead, its release waiting for this lock) is gone
+        // for lookups already: passed over, as `find_or_insert` does.
+        let found = bucket.find(guard, |n| {
+            // Relaxed: as in `find_key`.
+            n.hash.load(Ordering::Relaxed) == hash
+                && n.on_key_chain()
+                && !n.counts.lockref.is_dead()
+                // SAFETY: reached on its chain under `guard`.
+                && unsafe { n.key() } == key
+        })?;
+        // SAFETY: on the chain, under the pin: its slot holds it.
+        let node = unsafe { found.as_ref() };
+        // AcqRel: one remover (the entry's own release may race to it);
+        // Release so that walkers that see it clear pass the node over.
+        if node.flags.fetch_and(!ON_KEY_CHAIN, Ordering::AcqRel) & ON_KEY_CHAIN == 0 {
+            return None;
+        }
+        bucket.unlink(node, guard);
+        Some(found)
+    }
+
     /// A released node leaves its key's chain and the count.
     pub(crate) fn unlink(&self, node: &Node<K, V>, guard: &Guard) {
         self.unhash(node, guard);

@@ -379,17 +379,33 @@ where
     }
 
     /// Takes `key`'s entry out of the lookups by key (an unlink): it stays
-    /// reachable by id while referenced, and dies at its last put whatever
-    /// `keep` says. Returns whether there was one.
+    /// reachable by id and through its handles while referenced, and dies
+    /// at its last put whatever `keep` says; an unused one dies now.
+    /// Returns whether there was a live one.
+    ///
+    /// It runs under the key's bucket lock, as inserts of the key do, so
+    /// it is linearizable with them: an insert in flight either linked its
+    /// entry before (this removes it) or runs its `make` after this
+    /// returns. So "change the backing store, then `remove`" leaves no
+    /// stale entry, as long as `make` reads the backing store itself (a
+    /// value built from a read made before the call to
+    /// [`find_or_insert_with`](Self::find_or_insert_with) can be older
+    /// than any remove).
     pub fn remove(&self, key: &K) -> bool {
-        let Some(entry) = self.find(key) else {
+        let guard = crossbeam_epoch::pin();
+        let Some(removed) = self.shared.remove_key(self.shared.hash(key), key, &guard) else {
             return false;
         };
-        let guard = crossbeam_epoch::pin();
-        let removed = self.shared.unhash(&entry.counted, &guard);
+        // After the bucket lock (the kill's release takes it): the node is
+        // valid under the pin. If a reference is out, its last put kills
+        // the entry (it is off its chain); if the entry is unused, kill it
+        // here rather than leave it to the shrinker.
+        // SAFETY: found on its chain while pinned: the slot holds the entry
+        // (or, once it died, its dead count) until the pin ends; the
+        // chain's pointer has the slots' provenance.
+        unsafe { CountedRef::kill_unused(removed) };
         drop(guard);
-        drop(entry);
-        removed
+        true
     }
 
     /// Entries not yet released: referenced or kept at zero.

@@ -547,3 +547,50 @@ fn an_lru_remove_races_a_shrink() {
         assert_eq!((t.len(), t.unused(), drops.load(SeqCst)), (0, 0, 1));
     });
 }
+
+/// An unlink races a lookup that misses and inserts, as a user's cache on
+/// the table does it: the unlink changes the backing store, then removes
+/// the key; the lookup's `make` reads the backing store. Once `remove` has
+/// returned, no entry made from the store before the change is findable:
+/// the insert in flight either linked its entry before the remove took
+/// the key's bucket lock (and the remove takes it out) or reads the store
+/// after. (A `remove` that looks for the entry without that lock, a
+/// lockless find and then an unhash, misses the entry whose `make` is
+/// running and leaves it findable after the unlink: this fails.)
+#[test]
+fn an_unlink_races_a_lookup() {
+    model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = table();
+        // The backing store: whether the file exists.
+        let exists = Arc::new(AtomicBool::new(true));
+        let lookup = {
+            let (t, exists, drops) = (t.clone(), exists.clone(), drops.clone());
+            thread::spawn(move || t.find_or_insert_with(1, |_| value(&drops, exists.load(SeqCst))))
+        };
+        let unlink = {
+            let (t, exists) = (t.clone(), exists.clone());
+            thread::spawn(move || {
+                exists.store(false, SeqCst);
+                t.remove(&1);
+                // Right after the remove: nothing made while the file
+                // existed is findable.
+                if let Some(found) = t.find(&1) {
+                    assert!(
+                        !found.keep.load(SeqCst),
+                        "a stale entry outlived its unlink"
+                    );
+                }
+            })
+        };
+        let held = lookup.join().unwrap();
+        unlink.join().unwrap();
+        if let Some(found) = t.find(&1) {
+            assert!(
+                !found.keep.load(SeqCst),
+                "a stale entry outlived its unlink"
+            );
+        }
+        drop(held);
+    });
+}
