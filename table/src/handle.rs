@@ -112,6 +112,16 @@ impl<K: Send + Sync, V: Send + Sync> Handle<K, V> {
             .fetch_or(crate::node::DONT_KEEP, crate::sync::Ordering::Release);
     }
 
+    /// Whether lookups by key still find this entry: `false` once
+    /// [`Table::remove`](crate::Table::remove) or
+    /// [`Table::rename`](crate::Table::rename) took it out (the kernel's
+    /// `d_unhashed`, negated). It stays so: an entry never returns to the
+    /// lookups. A tree on the table asks it of a parent before a lookup
+    /// below it, to refuse one under a removed or renamed directory.
+    pub fn is_findable(&self) -> bool {
+        self.counted.on_key_chain()
+    }
+
     /// Whether two handles are to the same entry.
     pub fn ptr_eq(a: &Self, b: &Self) -> bool {
         CountedRef::ptr_eq(&a.counted, &b.counted)

@@ -28,6 +28,7 @@ mod handle;
 mod lru;
 mod node;
 mod peer_refs;
+mod release_queue;
 mod shared;
 mod slots;
 mod sync;

@@ -12,6 +12,7 @@ use lockref::{CasWord, CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 
 use crate::lru::LruLinks;
 use crate::peer_refs::PeerRefs;
+use crate::release_queue;
 use crate::shared::Shared;
 use crate::slots::VACANT;
 use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering};
@@ -344,7 +345,38 @@ unsafe impl<K, V> RefCounted for Node<K, V> {
         unsafe { self.fate_without_keep() }
     }
 
+    /// Queued behind a release running on this thread, if any
+    /// (`release_queue`): the value's drop may put the last reference of
+    /// an entry its value holds a handle of, whose release then runs after
+    /// this one rather than inside it.
     unsafe fn release(this: NonNull<Self>) -> Option<CountedRef<Self>> {
+        // SAFETY: the caller's guarantee (dead, unreferenced, released
+        // once), carried to `release_now`, run once on this thread.
+        unsafe { release_queue::run(this.cast(), Self::release_erased) };
+        None
+    }
+}
+
+impl<K, V> Node<K, V> {
+    /// [`Self::release_now`] for the release queue, which holds entries
+    /// of every table.
+    ///
+    /// # Safety
+    ///
+    /// As for `release_now`: `this` is a `Node<K, V>`.
+    unsafe fn release_erased(this: NonNull<()>) {
+        // SAFETY: the caller's guarantee.
+        unsafe { Self::release_now(this.cast()) }
+    }
+
+    /// The release: the entry leaves its chain, the count of entries and
+    /// the LRU; its value is dropped, its slot recycled after the grace
+    /// period.
+    ///
+    /// # Safety
+    ///
+    /// The entry is dead and unreferenced; called once.
+    unsafe fn release_now(this: NonNull<Self>) {
         // SAFETY: dead and unreferenced, in the slots, which its table's
         // state keeps.
         let node = unsafe { this.as_ref() };
@@ -388,6 +420,5 @@ unsafe impl<K, V> RefCounted for Node<K, V> {
         // recycling (held back by `guard`, dropped after).
         unsafe { (*node.value.get()).assume_init_drop() };
         drop(guard);
-        None
     }
 }

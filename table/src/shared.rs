@@ -212,6 +212,47 @@ impl<K, V> Shared<K, V> {
     {
         let bucket = self.key_bucket(hash);
         let _inserts_wait = self.lock(bucket);
+        self.take_off_chain(bucket, hash, key, guard)
+    }
+
+    /// [`remove_key`](Self::remove_key) of `from` and `to` under both keys'
+    /// bucket locks at once (taken in the buckets' order), for
+    /// [`Table::rename`](crate::Table::rename). A lookup that sees either
+    /// name gone makes its entry from the store under that name's lock,
+    /// so after both are gone: it cannot then find the other name's entry
+    /// from before the rename.
+    pub(crate) fn remove_keys(
+        &self,
+        from: (u64, &K),
+        to: (u64, &K),
+        guard: &Guard,
+    ) -> [Option<NonNull<Node<K, V>>>; 2]
+    where
+        K: Eq,
+    {
+        let index = |hash: u64| (hash as usize) & (self.key_buckets.len() - 1);
+        let (first, second) = (
+            index(from.0).min(index(to.0)),
+            index(from.0).max(index(to.0)),
+        );
+        let _first = self.lock(&self.key_buckets[first]);
+        let _second = (second != first).then(|| self.lock(&self.key_buckets[second]));
+        let from_removed = self.take_off_chain(self.key_bucket(from.0), from.0, from.1, guard);
+        let to_removed = self.take_off_chain(self.key_bucket(to.0), to.0, to.1, guard);
+        [from_removed, to_removed]
+    }
+
+    /// Under `bucket`'s lock: takes `key`'s live entry off the chain.
+    fn take_off_chain(
+        &self,
+        bucket: &Bucket<K, V>,
+        hash: u64,
+        key: &K,
+        guard: &Guard,
+    ) -> Option<NonNull<Node<K, V>>>
+    where
+        K: Eq,
+    {
         // A dying entry (dead, its release waiting for this lock) is gone
         // for lookups already: passed over, as `find_or_insert` does.
         let found = bucket.find(guard, |n| {

@@ -5,11 +5,13 @@
 pub(crate) use loom::{
     sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     sync::{Arc, Mutex, MutexGuard},
+    thread_local,
 };
 #[cfg(not(loom))]
 pub(crate) use std::{
     sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     sync::{Arc, Mutex, MutexGuard},
+    thread_local,
 };
 
 /// Locks `m`, ignoring poisoning: every critical section of the table

@@ -2,12 +2,14 @@
 //! protocol ids.
 
 use core::hash::{BuildHasher, Hash};
+use core::ptr::NonNull;
 use std::collections::hash_map::RandomState;
 
 use lockref::CountedRef;
 
 use crate::error::TableError;
 use crate::handle::Handle;
+use crate::node::Node;
 use crate::shared::{HashKey, Keep, Shared};
 use crate::sync::{Arc, Ordering};
 
@@ -393,18 +395,56 @@ where
     /// than any remove).
     pub fn remove(&self, key: &K) -> bool {
         let guard = crossbeam_epoch::pin();
-        let Some(removed) = self.shared.remove_key(self.shared.hash(key), key, &guard) else {
+        let removed = self.shared.remove_key(self.shared.hash(key), key, &guard);
+        Self::end_removed(removed, &guard)
+    }
+
+    /// The table's side of a rename in the store behind it (`from` moved
+    /// to `to`, replacing what `to` named): call it after the store's
+    /// rename, as [`remove`](Self::remove) after an unlink. Both keys'
+    /// entries leave the lookups at once, under both keys' bucket locks:
+    /// no lookup, after it has seen one key's entry gone, meets the
+    /// other's from before the rename, and no insert of either key made
+    /// from the store before the rename is findable after it returns.
+    /// Returns whether each (`from`, then `to`) had a live entry.
+    ///
+    /// An entry is never re-keyed: its id, which entries below it may key
+    /// on (a directory's children, keyed by its id and their names), is
+    /// for its life. So the next lookup of `to` makes a new entry, with a
+    /// new id, from the store. What was keyed on the old entry's id (the
+    /// moved directory's cached children) is invalidated: it is reachable
+    /// only through handles already out, whose
+    /// [`Handle::is_findable`] on the old entry is `false` from here on
+    /// (a tree on the table then answers a lookup below it with its own
+    /// "stale" error, as `examples/dentry_tree.rs` does), and the
+    /// shrinker reclaims what is cached.
+    pub fn rename(&self, from: &K, to: &K) -> (bool, bool) {
+        let guard = crossbeam_epoch::pin();
+        let [from_removed, to_removed] = self.shared.remove_keys(
+            (self.shared.hash(from), from),
+            (self.shared.hash(to), to),
+            &guard,
+        );
+        (
+            Self::end_removed(from_removed, &guard),
+            Self::end_removed(to_removed, &guard),
+        )
+    }
+
+    /// After `remove_key` returned `removed` under `guard`: kills it if it
+    /// is unused (a referenced one dies at its last put, off its chain).
+    /// Returns whether there was one.
+    fn end_removed(removed: Option<NonNull<Node<K, V>>>, _guard: &crossbeam_epoch::Guard) -> bool {
+        let Some(removed) = removed else {
             return false;
         };
         // After the bucket lock (the kill's release takes it): the node is
-        // valid under the pin. If a reference is out, its last put kills
-        // the entry (it is off its chain); if the entry is unused, kill it
-        // here rather than leave it to the shrinker.
-        // SAFETY: found on its chain while pinned: the slot holds the entry
-        // (or, once it died, its dead count) until the pin ends; the
-        // chain's pointer has the slots' provenance.
+        // valid under the pin. An unused entry dies here rather than wait
+        // for the shrinker.
+        // SAFETY: found on its chain under `_guard`, still held: the slot
+        // holds the entry (or, once it died, its dead count) until the pin
+        // ends; the chain's pointer has the slots' provenance.
         unsafe { CountedRef::kill_unused(removed) };
-        drop(guard);
         true
     }
 

@@ -594,3 +594,55 @@ fn an_unlink_races_a_lookup() {
         drop(held);
     });
 }
+
+/// A rename races a reader that looks up the old name, then the new one,
+/// both cached beforehand: the store moves file 1 from name 1 to name 2
+/// (replacing file 2 there), then `Table::rename` takes both names out of
+/// the lookups. A reader that has seen name 1 gone (a miss, answered by
+/// the store after the rename) must then see name 2 as it is after the
+/// rename, never its old entry: the two names did not change for it in
+/// an order the store never had. (A rename that removes one name and then
+/// the other, each under its own lock, lets the reader see name 1 gone
+/// and then find name 2's old entry: this fails.)
+#[test]
+fn a_rename_races_a_lookup_of_both_names() {
+    model(|| {
+        // The store: which file each name holds (0: none), renamed at once.
+        let store = Arc::new(loom::sync::Mutex::new([0u8, 1, 2]));
+        let t = Arc::new(Table::with_keep(
+            Config {
+                buckets: 1,
+                max_unused: 4,
+                ..Config::default()
+            },
+            |_, _| true,
+        ));
+        let lookup = {
+            let (t, store) = (t.clone(), store.clone());
+            move |name: u8| -> u8 {
+                *t.find_or_insert_with(name, |_| store.lock().unwrap()[usize::from(name)])
+            }
+        };
+        // Both names cached, unused.
+        assert_eq!((lookup(1), lookup(2)), (1, 2));
+        let rename = {
+            let (t, store) = (t.clone(), store.clone());
+            thread::spawn(move || {
+                *store.lock().unwrap() = [0, 0, 1];
+                assert_eq!(t.rename(&1, &2), (true, true));
+            })
+        };
+        let reader = thread::spawn(move || (lookup(1), lookup(2)));
+        let (old_name, new_name) = reader.join().unwrap();
+        rename.join().unwrap();
+        if old_name == 0 {
+            assert_eq!(
+                new_name, 1,
+                "the old name gone, then the new name's old file"
+            );
+        }
+        // At rest, what is cached is what the store says.
+        assert!(t.find(&1).is_none_or(|h| *h == 0));
+        assert!(t.find(&2).is_none_or(|h| *h == 1));
+    });
+}

@@ -241,6 +241,57 @@ fn removed_entries_leave_the_key_lookups_and_die_with_their_last_reference() {
 }
 
 #[test]
+fn an_unused_entry_dies_at_its_remove_and_a_handle_knows_it_was_removed() {
+    let drops = Arc::default();
+    let table = caching(8);
+    drop(table.find_or_insert_with(5, |_| inode(&drops)));
+    assert_eq!((table.len(), table.unused()), (1, 1), "cached, unused");
+    assert!(table.remove(&5));
+    assert_eq!(
+        (table.len(), table.unused(), drops.load(Ordering::Relaxed)),
+        (0, 0, 1),
+        "killed by the remove, not left to the shrinker"
+    );
+    let h = table.find_or_insert_with(6, |_| inode(&drops));
+    assert!(h.is_findable());
+    assert!(table.remove(&6));
+    assert!(!h.is_findable(), "removed, though still referenced");
+    assert!(!table.remove(&6), "removed once");
+}
+
+#[test]
+fn a_rename_takes_both_names_out_of_the_lookups_and_keeps_their_handles() {
+    let drops = Arc::default();
+    let table = caching(8);
+    let moved = table.find_or_insert_with(1, |_| inode(&drops));
+    drop(table.find_or_insert_with(2, |_| inode(&drops)));
+    assert_eq!(table.rename(&1, &2), (true, true));
+    assert!(table.find(&1).is_none() && table.find(&2).is_none());
+    assert!(!moved.is_findable(), "the moved entry's old key is gone");
+    assert!(
+        table.get(moved.id()).is_ok(),
+        "still by id while referenced"
+    );
+    assert_eq!(
+        (table.len(), drops.load(Ordering::Relaxed)),
+        (1, 1),
+        "the replaced one, unused, died"
+    );
+    // The new name's entry comes from the store, with a new id.
+    let renamed = table.find_or_insert_with(2, |_| inode(&drops));
+    assert_ne!(renamed.id(), moved.id());
+    assert_eq!(table.rename(&3, &4), (false, false), "no entries: nothing");
+    assert_eq!(
+        table.rename(&2, &2),
+        (true, false),
+        "one name: removed once"
+    );
+    assert!(!renamed.is_findable());
+    drop((moved, renamed));
+    assert_eq!((table.len(), drops.load(Ordering::Relaxed)), (0, 3));
+}
+
+#[test]
 fn handles_lists_every_live_entry() {
     let drops = Arc::default();
     let table = caching(8);
