@@ -188,12 +188,7 @@ impl<K, V> Shared<K, V> {
     pub(crate) fn unhash(&self, node: &Node<K, V>, guard: &Guard) -> bool {
         let bucket = self.key_bucket(node.hash.load(Ordering::Relaxed));
         let _locked = self.lock(bucket);
-        // AcqRel: one remover; Release so that walkers that see it clear
-        // pass the node over.
-        if node.flags.fetch_and(!ON_KEY_CHAIN, Ordering::AcqRel) & ON_KEY_CHAIN == 0 {
-            return false;
-        }
-        bucket.unlink(node, guard)
+        unhash_locked(bucket, node, guard)
     }
 
     /// Takes `key`'s live entry off its chain under the key's bucket lock,
@@ -264,14 +259,7 @@ impl<K, V> Shared<K, V> {
                 && unsafe { n.key() } == key
         })?;
         // SAFETY: on the chain, under the pin: its slot holds it.
-        let node = unsafe { found.as_ref() };
-        // AcqRel: one remover (the entry's own release may race to it);
-        // Release so that walkers that see it clear pass the node over.
-        if node.flags.fetch_and(!ON_KEY_CHAIN, Ordering::AcqRel) & ON_KEY_CHAIN == 0 {
-            return None;
-        }
-        bucket.unlink(node, guard);
-        Some(found)
+        unhash_locked(bucket, unsafe { found.as_ref() }, guard).then_some(found)
     }
 
     /// A released node leaves its key's chain and the count.
@@ -319,6 +307,18 @@ impl<K, V> Shared<K, V> {
             self.shrink(excess);
         }
     }
+}
+
+/// Takes `node` off `bucket`'s chain, whose lock the caller holds, if it is
+/// still on it (its removal and its release may race to it): returns
+/// whether this call took it off.
+fn unhash_locked<K, V>(bucket: &Bucket<K, V>, node: &Node<K, V>, guard: &Guard) -> bool {
+    // AcqRel: one remover; Release so that walkers that see it clear pass
+    // the node over.
+    if node.flags.fetch_and(!ON_KEY_CHAIN, Ordering::AcqRel) & ON_KEY_CHAIN == 0 {
+        return false;
+    }
+    bucket.unlink(node, guard)
 }
 
 /// Gives a vacancy back to its slots if dropped: while `make` runs, so that

@@ -57,10 +57,7 @@ fn chain(table: &Table<u64, Link>, drops: &Arc<AtomicUsize>) -> Handle<u64, Link
 }
 
 #[test]
-#[cfg_attr(
-    miri,
-    ignore = "1,000,000 entries: minutes of Miri for what the small tests check"
-)]
+#[cfg_attr(miri, ignore = "1,000,000 entries: minutes under Miri")]
 fn a_chain_let_go_from_its_leaf_is_released_in_a_loop() {
     let drops = Arc::new(AtomicUsize::new(0));
     let table = Table::new(config());
@@ -72,10 +69,7 @@ fn a_chain_let_go_from_its_leaf_is_released_in_a_loop() {
 }
 
 #[test]
-#[cfg_attr(
-    miri,
-    ignore = "1,000,000 entries: minutes of Miri for what the small tests check"
-)]
+#[cfg_attr(miri, ignore = "1,000,000 entries: minutes under Miri")]
 fn a_removed_chain_let_go_from_its_leaf_is_released_in_a_loop() {
     let drops = Arc::new(AtomicUsize::new(0));
     // Every entry kept at zero, but each is removed first (an unhashed
@@ -90,10 +84,7 @@ fn a_removed_chain_let_go_from_its_leaf_is_released_in_a_loop() {
 }
 
 #[test]
-#[cfg_attr(
-    miri,
-    ignore = "1,000,000 entries: minutes of Miri for what the small tests check"
-)]
+#[cfg_attr(miri, ignore = "1,000,000 entries: minutes under Miri")]
 fn a_deep_leaf_held_past_the_tables_drop_is_released_in_a_loop() {
     let drops = Arc::new(AtomicUsize::new(0));
     let table = Table::with_keep(config(), |_, _| true);
@@ -108,10 +99,7 @@ fn a_deep_leaf_held_past_the_tables_drop_is_released_in_a_loop() {
 }
 
 #[test]
-#[cfg_attr(
-    miri,
-    ignore = "1,000,000 entries: minutes of Miri for what the small tests check"
-)]
+#[cfg_attr(miri, ignore = "1,000,000 entries: minutes under Miri")]
 fn a_deep_leaf_held_by_the_peer_is_released_in_a_loop_by_the_tables_drop() {
     let drops = Arc::new(AtomicUsize::new(0));
     let table = Table::with_keep(config(), |_, _| true);
