@@ -11,7 +11,7 @@
 //!
 //! | build | [`DefaultPark`] | a waiter, after its spins |
 //! |---|---|---|
-//! | `std` | [`ParkingLot`] | sleeps on the word's address (`parking_lot_core`, a futex on Linux); the unlock wakes one sleeper |
+//! | `std` | `ParkingLot` | sleeps on the word's address (`parking_lot_core`, a futex on Linux); the unlock wakes one sleeper |
 //! | no `std` | [`Spin`] | spins on (a kernel: with preemption off; a hypervisor: its own wait) |
 //! | `--cfg lockref_loom` | loom's own | sleeps through loom, so that models explore the sleep and the wake |
 //!

@@ -17,8 +17,9 @@ mod common;
 use common::compare::*;
 use common::*;
 
-/// Whether the ACL tools are installed (`.ci/run` installs them).
-fn have(program: &str) -> bool {
+/// Fails the calling test unless `program` is installed (`.ci/run`
+/// installs them with apt): a test that cannot run says so in its result.
+fn need(program: &str) {
     // Under the lock: the probe's pipes are descriptors a concurrent
     // test would count as leaked.
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -27,11 +28,15 @@ fn have(program: &str) -> bool {
         .arg(format!("command -v {program}"))
         .output()
         .is_ok_and(|o| o.status.success());
-    if !found {
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "SKIPPED ({program} not installed)");
-    }
-    found
+    assert!(
+        found,
+        "{program} is not installed: this test drives it (Debian: apt-get install {})",
+        match program {
+            "setfacl" | "getfacl" => "acl",
+            "getfattr" | "setfattr" => "attr",
+            other => other,
+        }
+    );
 }
 
 /// `getfattr -d -m -` of `path`, without the line naming the file.
@@ -138,9 +143,7 @@ fn xattr_calls_as_a_user<T: InodeTable>() {
 /// does, and the default ACL is inherited (`FUSE_DONT_MASK`, applied by
 /// the server).
 fn the_umask_and_default_acls<T: InodeTable>() {
-    if !have("setfacl") {
-        return;
-    }
+    need("setfacl");
     let seen = same_as_host::<T>(
         |root| {
             for d in ["plain", "inherits"] {
@@ -171,9 +174,7 @@ fn the_umask_and_default_acls<T: InodeTable>() {
 /// ACL refuses search, and `getfacl` reads through the mount what the host
 /// stores.
 fn setfacl_and_getfacl<T: InodeTable>() {
-    if !have("setfacl") {
-        return;
-    }
+    need("setfacl");
     with_mount::<T>(|m| {
         let mnt = m.mnt.display().to_string();
         file(&m.source, "secret", 0o640, 0);
@@ -203,9 +204,7 @@ fn setfacl_and_getfacl<T: InodeTable>() {
 /// the mode bits on a cached path, and the denied user read the file in
 /// most tries.
 fn a_directory_acl_holds_on_a_cached_path<T: InodeTable>() {
-    if !have("setfacl") {
-        return;
-    }
+    need("setfacl");
     with_mount::<T>(|m| {
         fs::create_dir(m.host("d")).unwrap();
         file(&m.host("d"), "f", 0o644, 0);
@@ -258,10 +257,9 @@ fn a_directory_acl_holds_on_a_cached_path<T: InodeTable>() {
 /// `cp -a`, `tar --xattrs --acls` and `rsync -aAX` keep extended
 /// attributes and ACLs, into and out of the mount.
 fn copies_keep_xattrs_and_acls<T: InodeTable>() {
-    if !have("setfacl") || !have("getfattr") {
-        return;
-    }
-    let rsync = have("rsync");
+    need("setfacl");
+    need("getfattr");
+    need("rsync");
     with_mount::<T>(|m| {
         let (mnt, src) = (m.mnt.display(), m.source.display());
         fs::create_dir(m.host("orig")).unwrap();
@@ -286,15 +284,13 @@ fn copies_keep_xattrs_and_acls<T: InodeTable>() {
             "tar --xattrs --xattrs-include='*' --acls -cf {archive} -C {mnt} orig && mkdir {mnt}/untar && tar --xattrs --xattrs-include='*' --acls -xf {archive} -C {mnt}/untar"
         ));
         assert_eq!(all_xattrs(&m.host("untar/orig/f")), want, "tar");
-        if rsync {
-            let outside = tempfile::tempdir().unwrap();
-            let out = outside.path().display();
-            sh(&format!(
-                "rsync -aAX {mnt}/orig/ {out}/r && rsync -aAX {out}/r/ {mnt}/rs"
-            ));
-            assert_eq!(all_xattrs(&outside.path().join("r/f")), want, "rsync out");
-            assert_eq!(all_xattrs(&m.host("rs/f")), want, "rsync back in");
-        }
+        let outside = tempfile::tempdir().unwrap();
+        let out = outside.path().display();
+        sh(&format!(
+            "rsync -aAX {mnt}/orig/ {out}/r && rsync -aAX {out}/r/ {mnt}/rs"
+        ));
+        assert_eq!(all_xattrs(&outside.path().join("r/f")), want, "rsync out");
+        assert_eq!(all_xattrs(&m.host("rs/f")), want, "rsync back in");
         sh(&format!("rm -r {src}/orig {src}/cp {src}/untar"));
         let _ = fs::remove_dir_all(m.host("rs"));
         let _ = fs::set_permissions(m.host(""), fs::Permissions::from_mode(0o755));

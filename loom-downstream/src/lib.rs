@@ -6,15 +6,18 @@
 //!
 //! Beside it, [`InodeStore`], the same kind of store on `lockref-table`
 //! (no `unsafe`), with its own models (`tests/loom_table.rs`) for the
-//! recipe's table variant.
+//! recipe's table variant, and [`DentryTree`], a directory-entry tree on
+//! the table (`tests/loom_dentry.rs`).
 
 use std::collections::HashMap;
 use std::ptr::NonNull;
 
 use lockref::{CountedRef, Fate, LockRef, LockRefGuard, RefCounted};
 
+pub mod dentry_tree;
 mod inode_store;
 mod sync;
+pub use dentry_tree::DentryTree;
 pub use inode_store::{Inode as StoreInode, InodeStore};
 use sync::{Arc, AtomicUsize, Mutex, Ordering};
 

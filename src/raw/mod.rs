@@ -88,7 +88,7 @@ pub(crate) enum Attempt {
 /// [`Policy`] `P` decides how the loop waits, within its bound, before the
 /// operation is done under the lock; the [`Park`] `K` decides where a lock
 /// waiter sleeps once spinning no longer pays (with `std`,
-/// [`ParkingLot`](crate::park::ParkingLot); without, it spins). Without a
+/// `park::ParkingLot`; without, it spins). Without a
 /// 64-bit compare-and-swap ([`LOCKLESS`] is `false`) every operation takes
 /// the lock.
 ///
