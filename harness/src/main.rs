@@ -66,6 +66,17 @@ fn real_main(opts: &Options) -> Result<(), String> {
         opts.warmup,
         if opts.pin { "pinned" } else { "not pinned" }
     );
+    if cfg!(feature = "testing") {
+        // `cargo test -p lockref-harness` builds this binary too, with its
+        // dev-dependency's `testing` feature, which turns on lockref's
+        // `stats`: counters on every lockref operation, which halve the
+        // lockref rows.
+        let _ = writeln!(
+            out,
+            "NOT FOR MEASURING: built with the `testing` feature (a `cargo test` build: lockref's `stats`\n\
+             count every lockref operation). `cargo build --release -p lockref-harness` builds the one to run."
+        );
+    }
     let results = match &opts.replay {
         Some(path) => {
             let text = trace::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -75,11 +75,13 @@ fn after_help() -> String {
 }
 
 const EXAMPLES: &str = "\
-Examples:
-  wis                                   every testcase at 1 thread and at every CPU
-  wis -t open3,lockref --sweep 16 -r 3 --csv out.csv --json out.json --svg out.svg --png out.png
-  wis --convert-strace build.strace --out build.trace && wis --replay build.trace -n 1,4
-  wis --compare cas-*.json --against add-*.json   two builds side by side (harness/compare-words.sh)";
+Examples, from the workspace root after `cargo build --release -p lockref-harness`
+(or run each through `cargo run --release -p lockref-harness --bin wis --`):
+  target/release/wis                    every testcase at 1 thread and at every CPU
+  target/release/wis -t open3,lockref --sweep 16 -r 3 --csv out.csv --json out.json --svg out.svg --png out.png
+  target/release/wis --convert-strace build.strace --out build.trace
+  target/release/wis --replay build.trace -n 1,4
+  target/release/wis --compare cas-*.json --against add-*.json   two builds side by side (harness/compare-words.sh)";
 
 fn testcase(s: &str) -> Result<Testcase, String> {
     Testcase::from_name(s).ok_or_else(|| {

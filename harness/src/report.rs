@@ -28,6 +28,12 @@ pub fn summary(results: &[Measurement]) -> String {
         let Some(base) = group.first() else { continue };
         let figure = Testcase::from_name(testcase).map_or("", Testcase::seed_figure);
         for after in group.iter().skip(1) {
+            let ratio = after.total / base.total.max(f64::MIN_POSITIVE);
+            let figure = if testcase == CONTROL && is_noise(ratio) {
+                "control: NOISE, see below"
+            } else {
+                figure
+            };
             let _ = writeln!(
                 out,
                 "{:<10} {:>7} {:>16} {:>14.0} {:>16} {:>14.0} {:>6.2}x {:>7.2}  {}",
@@ -37,13 +43,42 @@ pub fn summary(results: &[Measurement]) -> String {
                 base.total,
                 after.variant,
                 after.total,
-                after.total / base.total.max(f64::MIN_POSITIVE),
+                ratio,
                 after.slowest_round / after.total.max(f64::MIN_POSITIVE),
                 figure
             );
         }
     }
+    let noisy: Vec<String> = results
+        .iter()
+        .filter(|m| m.testcase == CONTROL)
+        .filter_map(|after| {
+            let base = results
+                .iter()
+                .find(|m| m.testcase == CONTROL && m.threads == after.threads)?;
+            let ratio = after.total / base.total.max(f64::MIN_POSITIVE);
+            (!std::ptr::eq(base, after) && is_noise(ratio))
+                .then(|| format!("{ratio:.2}x at {} threads", after.threads))
+        })
+        .collect();
+    if !noisy.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nNOISE: the control ({CONTROL}, where nothing is shared and no change is expected) ran at\n\
+             {}: off by 2x or more, so this run measured the machine, not the code.\n\
+             Rerun with more rounds (-r 5) and seconds (-d 3), or on a quieter machine.",
+            noisy.join(", ")
+        );
+    }
     out
+}
+
+/// The testcase whose before and after should not differ.
+const CONTROL: &str = "open1";
+
+/// Whether a ratio of the control is off by 2x or more either way.
+fn is_noise(ratio: f64) -> bool {
+    !(0.5..2.0).contains(&ratio)
 }
 
 /// The legend printed under the summary: how to read each column, and
@@ -63,7 +98,8 @@ pub fn legend(results: &[Measurement]) -> String {
          \x20 seed reported  the figure the seed's own patch reported, on the machine it was measured on\n\
          \x20                (often tens of cores): the direction to expect, not a target on a small machine.\n\
          \x20                \"control\" (open1): nothing is shared between the threads, so the change should\n\
-         \x20                do nothing; its ratio's distance from 1.00x is this machine's noise.\n\
+         \x20                do nothing; its ratio's distance from 1.00x is this machine's noise (off by 2x\n\
+         \x20                or more either way, the summary flags the run NOISE).\n\
          \x20 variants       each testcase's, baseline first, are listed by `wis --help` with what they are.\n\
          \x20 pinned         (first line) each worker on a CPU of its own, as will-it-scale runs; \"not\n\
          \x20                pinned\" (--no-pin): the scheduler places them, as a server's threads are.\n",
@@ -71,12 +107,14 @@ pub fn legend(results: &[Measurement]) -> String {
     if has("lockref") {
         out.push_str(
             "  lockref rows   the first variant is the fetch_add floor (a lock xadd get and put, no check:\n\
-             \x20                the least a shared count can cost), so each ratio is that lockref's share of\n\
-             \x20                it, at most about 1.00x. With one thread nothing contends: a lockref's load and\n\
-             \x20                compare-and-swap cost about as much as the floor's add (0.7x-1.2x on the 2-CPU\n\
-             \x20                dev VMs, by CPU model and noise). From two threads on, failed\n\
-             \x20                compare-and-swaps are retried, which the floor never does: the README's\n\
-             \x20                0.5x-0.8x are those contended figures.\n",
+             \x20                the same two read-modify-writes a lockref's get and put make), so each ratio is\n\
+             \x20                what the lockref's check costs. With one thread nothing contends: about 1.00x\n\
+             \x20                (0.7x-1.2x on the 2-CPU dev VMs, by CPU model and noise). From two threads on,\n\
+             \x20                the cache line's hand-offs between CPUs set the pace: KernelRetry and\n\
+             \x20                WaitUnlock retry failed compare-and-swaps (0.6x-1.4x on 2 CPUs, by CPU model\n\
+             \x20                and run), and ExpBackoff's waiting thread leaves the line to the other for\n\
+             \x20                several operations in a row, which the floor's threads never do: up to about\n\
+             \x20                1.8x, throughput bought with fairness. Compare over rounds (-r 5).\n",
         );
     }
     if has("inodes") {

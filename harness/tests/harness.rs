@@ -69,9 +69,17 @@ fn options_parse_and_reject() {
         "{help}"
     );
     assert!(
-        help.contains("Examples:") && help.contains("--sweep 16"),
+        help.contains("Examples") && help.contains("--sweep 16"),
         "{help}"
     );
+    // Every example runs as written from the workspace root: no bare
+    // `wis`, which no build puts on the PATH.
+    let examples = &help[help.find("Examples").unwrap()..];
+    let lines: Vec<&str> = examples.lines().filter(|l| l.starts_with("  ")).collect();
+    assert!(lines.len() >= 4, "{examples}");
+    for line in lines {
+        assert!(line.starts_with("  target/release/wis"), "{line}");
+    }
 }
 
 #[test]
@@ -274,6 +282,14 @@ fn the_output_and_the_help_explain_themselves() {
         String::from_utf8_lossy(&run.stderr)
     );
     let text = String::from_utf8(run.stdout).unwrap();
+    // This binary is the tests' build (with `testing`: lockref's `stats`
+    // on), and says it is not one to measure with.
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("NOT FOR MEASURING")),
+        "{text}"
+    );
     let legend = text
         .split("How to read this")
         .nth(1)
@@ -339,4 +355,37 @@ fn a_failing_body_is_an_error_not_a_panic() {
         |()| Err(Errno::NoEnt),
     );
     assert!(matches!(r, Err(RunError::Op(Errno::NoEnt))));
+}
+
+#[test]
+fn a_control_off_by_two_or_more_flags_the_run_as_noise() {
+    let measured = |variant: &str, threads: usize, total: f64| Measurement {
+        testcase: "open1".into(),
+        variant: variant.into(),
+        threads,
+        total,
+        min: total / threads as f64,
+        max: total / threads as f64,
+        idle_percent: None,
+        slowest_round: total,
+    };
+    let quiet = [
+        measured("get/put", 1, 100.0),
+        measured("consume", 1, 120.0),
+        measured("get/put", 2, 200.0),
+        measured("consume", 2, 110.0),
+    ];
+    let summary = report::summary(&quiet);
+    assert!(!summary.contains("NOISE"), "{summary}");
+    for (after, at) in [(99.0, "0.49x at 2 threads"), (400.0, "2.00x at 2 threads")] {
+        let mut noisy = quiet.clone();
+        noisy[3].total = after;
+        let summary = report::summary(&noisy);
+        assert!(summary.contains("control: NOISE"), "{summary}");
+        assert!(
+            summary.contains(&format!("ran at\n{at}: off by 2x")),
+            "{summary}"
+        );
+        assert!(!summary.contains("at 1 threads"), "{summary}");
+    }
 }
