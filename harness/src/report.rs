@@ -114,7 +114,7 @@ pub fn legend(results: &[Measurement]) -> String {
              \x20                WaitUnlock retry failed compare-and-swaps (0.6x-1.4x on 2 CPUs, by CPU model\n\
              \x20                and run), and ExpBackoff's waiting thread leaves the line to the other for\n\
              \x20                several operations in a row, which the floor's threads never do: up to about\n\
-             \x20                1.8x, throughput bought with fairness. Compare over rounds (-r 5).\n",
+             \x20                2x, throughput bought with fairness. Compare over rounds (-r 5).\n",
         );
     }
     if has("inodes") {
