@@ -14,6 +14,8 @@ pub fn summary(results: &[Measurement]) -> String {
         "{:<10} {:>7} {:>16} {:>14} {:>16} {:>14} {:>7} {:>7}  seed reported",
         "testcase", "threads", "before", "ops/s", "after", "ops/s", "ratio", "slowest"
     );
+    // The control's rows off by 2x or more, told again under the table.
+    let mut noisy: Vec<String> = Vec::new();
     let mut seen: Vec<(&str, usize)> = Vec::new();
     for m in results {
         if !seen.contains(&(&m.testcase, m.threads)) {
@@ -30,6 +32,7 @@ pub fn summary(results: &[Measurement]) -> String {
         for after in group.iter().skip(1) {
             let ratio = after.total / base.total.max(f64::MIN_POSITIVE);
             let figure = if testcase == CONTROL && is_noise(ratio) {
+                noisy.push(format!("{ratio:.2}x at {threads} threads"));
                 "control: NOISE, see below"
             } else {
                 figure
@@ -49,18 +52,6 @@ pub fn summary(results: &[Measurement]) -> String {
             );
         }
     }
-    let noisy: Vec<String> = results
-        .iter()
-        .filter(|m| m.testcase == CONTROL)
-        .filter_map(|after| {
-            let base = results
-                .iter()
-                .find(|m| m.testcase == CONTROL && m.threads == after.threads)?;
-            let ratio = after.total / base.total.max(f64::MIN_POSITIVE);
-            (!std::ptr::eq(base, after) && is_noise(ratio))
-                .then(|| format!("{ratio:.2}x at {} threads", after.threads))
-        })
-        .collect();
     if !noisy.is_empty() {
         let _ = writeln!(
             out,
