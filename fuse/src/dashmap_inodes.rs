@@ -131,15 +131,17 @@ impl InodeTable for DashmapTable {
     }
 
     fn lookup_known(&self, key: Key) -> Option<u64> {
-        let id = self.ids.composed_id_of(key)?;
-        let inode = self.by_id.get(&id)?;
-        // Under the shard's read lock, as `lookup_at`'s hit.
-        (inode.data.key == key && inode.count_lookup()).then_some(id)
+        self.ids.known_ids(key).find(|&id| {
+            // Under the shard's read lock, as `lookup_at`'s hit.
+            self.by_id
+                .get(&id)
+                .is_some_and(|inode| inode.data.key == key && inode.count_lookup())
+        })
     }
 
     fn find_known(&self, key: Key) -> Option<Self::Ref> {
-        let id = self.ids.composed_id_of(key)?;
-        self.get(id).filter(|inode| inode.data.key == key)
+        let mut ids = self.ids.known_ids(key);
+        ids.find_map(|id| self.get(id).filter(|inode| inode.data.key == key))
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {

@@ -166,10 +166,10 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     }
 
     fn find_known(&self, key: Key) -> Option<Self::Ref> {
-        let id = self.ids.composed_id_of(key)?;
         // Referenced by `get` (reviving an inode kept at zero, never a
         // dying one), and put back if the inode is not this file.
-        self.get(id).filter(|inode| inode.data.key == key)
+        let mut ids = self.ids.known_ids(key);
+        ids.find_map(|id| self.get(id).filter(|inode| inode.data.key == key))
     }
 
     const KEEPS_FORGOTTEN: bool = KEEP_UNUSED > 0;

@@ -25,6 +25,7 @@
 //! file was forgotten.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use crate::table::{Key, ROOT_ID};
@@ -46,6 +47,8 @@ pub(crate) struct NodeIds {
     devices: RwLock<Vec<u64>>,
     /// The inodes numbered rather than composed, and the next number.
     numbered: Mutex<(HashMap<Key, u64>, u64)>,
+    /// Whether any inode is numbered (set under `numbered`'s lock).
+    any_numbered: AtomicBool,
 }
 
 impl NodeIds {
@@ -55,6 +58,7 @@ impl NodeIds {
             root,
             devices: RwLock::new(Vec::new()),
             numbered: Mutex::new((HashMap::new(), 1)),
+            any_numbered: AtomicBool::new(false),
         }
     }
 
@@ -75,15 +79,38 @@ impl NodeIds {
         self.numbered(key)
     }
 
-    /// The node id of `key` where it is made from the key alone (the root,
-    /// or an inode of the root's device): what [`id_of`](Self::id_of)
-    /// gives it, with nothing numbered or indexed. `None` for the others.
-    pub(crate) fn composed_id_of(&self, key: Key) -> Option<u64> {
-        if key == self.root {
-            return Some(ROOT_ID);
-        }
-        let fits = key.ino != 0 && key.ino < 1 << INO_BITS;
-        (fits && key.dev == self.root.dev && key.ino != ROOT_ID).then_some(key.ino)
+    /// The node ids `key`'s inode may have now, without giving any, in
+    /// the order to try them: the one [`id_of`](Self::id_of) gives it (the
+    /// root's, its host number on the root's device, or composed with its
+    /// device's index on a device seen before), then its numbered id if it
+    /// was given one (a file whose number the host gave again may hold
+    /// either; looked for only if the first is not it, and without a lock
+    /// while nothing is numbered). Nothing for a device never seen (no
+    /// inode of it can be in the tables). Read only: a removal, or a
+    /// revival of a kept inode, finds an inode here on any device; only a
+    /// lookup gives new indexes and numbers.
+    pub(crate) fn known_ids(&self, key: Key) -> impl Iterator<Item = u64> + '_ {
+        let composed = if key == self.root {
+            Some(ROOT_ID)
+        } else if key.ino == 0 || key.ino >= 1 << INO_BITS {
+            None
+        } else if key.dev == self.root.dev {
+            (key.ino != ROOT_ID).then_some(key.ino)
+        } else {
+            let devices = self.devices.read().unwrap_or_else(|e| e.into_inner());
+            let index = devices.iter().position(|&d| d == key.dev);
+            index.map(|i| (i as u64 + 1) << INO_BITS | key.ino)
+        };
+        let numbered = core::iter::once_with(move || {
+            // Relaxed: a hint; a key numbered meanwhile is being looked up
+            // now, and is found by that lookup.
+            if key == self.root || !self.any_numbered.load(Ordering::Relaxed) {
+                return None;
+            }
+            let numbered = self.numbered.lock().unwrap_or_else(|e| e.into_inner());
+            numbered.0.get(&key).copied()
+        });
+        composed.into_iter().chain(numbered.flatten())
     }
 
     /// The index of a device other than the root's, given on first sight;
@@ -120,6 +147,8 @@ impl NodeIds {
         let id = NUMBERED << INO_BITS | *next;
         *next += 1;
         ids.insert(key, id);
+        // Relaxed: see `known_ids`.
+        self.any_numbered.store(true, Ordering::Relaxed);
         id
     }
 }
@@ -161,6 +190,22 @@ mod tests {
             (0xff << 56 | 1, 0xff << 56 | 2, 0xff << 56 | 3)
         );
         assert_eq!(ids.id_of(key(7, 1)), one, "remembered");
+    }
+
+    #[test]
+    fn known_ids_are_found_on_every_device_and_given_by_none() {
+        let ids = NodeIds::new(key(7, 2));
+        let known = |dev, ino| ids.known_ids(key(dev, ino)).collect::<Vec<_>>();
+        assert_eq!(known(7, 2), [ROOT_ID]);
+        assert_eq!(known(7, 12), [12]);
+        assert_eq!(known(8, 12), [], "a device not seen");
+        assert_eq!(known(8, 12), [], "and still not given an index");
+        let other = ids.id_of(key(8, 12));
+        assert_eq!(known(8, 12), [other]);
+        assert_eq!(known(8, 13), [1 << 56 | 13], "its device is known now");
+        assert_eq!(known(7, 1), [], "1 is numbered, and is not yet");
+        let again = ids.numbered(key(7, 12));
+        assert_eq!(known(7, 12), [12, again]);
     }
 
     #[test]

@@ -100,9 +100,9 @@ pub trait InodeTable: Send + Sync + 'static {
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64;
 
     /// One more of the kernel's lookups on the inode of `key` if the table
-    /// has it, live or [kept](Self::kept), under the node id made from the
-    /// key alone (the root's, or the host inode number of an inode on the
-    /// root's device): its node id; `None`, with nothing counted, otherwise
+    /// has it, live or [kept](Self::kept), under a node id the key already
+    /// has (`NodeIds::known_ids`: on any device a lookup has seen, numbered
+    /// or not): its node id; `None`, with nothing counted, otherwise
     /// (the caller then opens the host inode and calls
     /// [`lookup`](Self::lookup)). A `READDIRPLUS` entry the kernel looked
     /// up already, or a `LOOKUP` of an inode it forgot and the table kept,
@@ -110,8 +110,10 @@ pub trait InodeTable: Send + Sync + 'static {
     fn lookup_known(&self, key: Key) -> Option<u64>;
 
     /// The inode of `key`, referenced (no kernel lookup counted), if the
-    /// table has it, live or kept, under the node id made from the key
-    /// alone (as [`lookup_known`](Self::lookup_known) finds it).
+    /// table has it, live or kept, under a node id the key already has
+    /// (as [`lookup_known`](Self::lookup_known) finds it): on any device,
+    /// so that a removal through the mount marks a file gone on a btrfs
+    /// subvolume or a mount inside the share too.
     fn find_known(&self, key: Key) -> Option<Self::Ref>;
 
     /// Whether the table keeps inodes the kernel forgot (then a removal

@@ -105,17 +105,19 @@ impl InodeTable for VirtiofsdTable {
     }
 
     fn lookup_known(&self, key: Key) -> Option<u64> {
-        let id = self.ids.composed_id_of(key)?;
         let store = self.read();
-        let inode = store.get(&id).filter(|inode| inode.data.key == key)?;
+        let (id, inode) = self
+            .ids
+            .known_ids(key)
+            .find_map(|id| Some((id, store.get(&id).filter(|inode| inode.data.key == key)?)))?;
         // Relaxed: under the store's lock, as in `lookup`.
         inode.kernel_lookups.fetch_add(1, Ordering::Relaxed);
         Some(id)
     }
 
     fn find_known(&self, key: Key) -> Option<Self::Ref> {
-        let id = self.ids.composed_id_of(key)?;
-        self.get(id).filter(|inode| inode.data.key == key)
+        let mut ids = self.ids.known_ids(key);
+        ids.find_map(|id| self.get(id).filter(|inode| inode.data.key == key))
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {

@@ -21,6 +21,7 @@ use lockref_fuse::InodeTable;
 
 mod common;
 use common::compare::*;
+use common::volume::Volume;
 use common::*;
 
 /// `st_mode`, size and modification time of a host file, to see that
@@ -315,77 +316,6 @@ fn credentials_under_stress<T: InodeTable>() {
     }
 }
 
-/// An ext4 volume, mounted by loop device under the shared directory for
-/// the length of a test, unmounted even when the test fails.
-struct LoopVolume {
-    at: std::path::PathBuf,
-}
-
-impl LoopVolume {
-    /// A 64 MiB ext4 volume keeping half its blocks for root, at `at`
-    /// (an empty directory), writable by everyone.
-    fn with_half_reserved(image: &Path, at: &Path) -> Self {
-        fs::File::create(image).unwrap().set_len(64 << 20).unwrap();
-        sh(&format!("mkfs.ext4 -q -F -m 50 {}", image.display()));
-        sh(&format!(
-            "mount -o loop {} {}",
-            image.display(),
-            at.display()
-        ));
-        fs::set_permissions(at, fs::Permissions::from_mode(0o777)).unwrap();
-        LoopVolume { at: at.to_owned() }
-    }
-
-    /// Detaches it from the tree at once; it goes, and its loop device
-    /// with it, when its last user lets go.
-    fn detach(self) {
-        sh(&format!("umount -l {}", self.at.display()));
-        std::mem::forget(self);
-    }
-
-    /// Unmounts it (its loop device goes with it), waiting a while for
-    /// the server's last descriptor on it: the table counts an inode gone
-    /// when it unlinks it, a moment before the thread that forgot it drops
-    /// its value and closes the descriptor, so `forget_all` can return
-    /// first and the volume be busy for that moment.
-    fn unmount(self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let out = std::process::Command::new("umount")
-                .arg(&self.at)
-                .output()
-                .unwrap();
-            if out.status.success() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "`umount {}` failed for 10 s: {}",
-                self.at.display(),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::mem::forget(self);
-    }
-
-    /// Bytes a user other than root may still allocate.
-    fn available_to_users(&self) -> u64 {
-        let st = nix::sys::statvfs::statvfs(&self.at).unwrap();
-        st.blocks_available() * st.fragment_size()
-    }
-}
-
-impl Drop for LoopVolume {
-    /// On a failure: detached, whatever still holds it.
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.at)
-            .status();
-    }
-}
-
 /// N3 of the second audit: a user filled the blocks ext4 keeps for root,
 /// through writes (the server kept `CAP_SYS_RESOURCE` under the caller's
 /// filesystem uid) and through a mapped file (the kernel writes its pages
@@ -407,7 +337,7 @@ fn users_cannot_fill_the_blocks_kept_for_root<T: InodeTable>() {
 fn users_cannot_fill_the_blocks_kept_for_root_of<T: InodeTable>(m: &Mount<T>) {
     let image = m.host("").parent().unwrap().join("reserved.img");
     fs::create_dir(m.host("vol")).unwrap();
-    let volume = LoopVolume::with_half_reserved(&image, &m.host("vol"));
+    let volume = Volume::ext4_with_half_reserved(&image, &m.host("vol"));
     let available = volume.available_to_users();
     let script = format!(
         "import mmap, os\n\
@@ -484,7 +414,7 @@ fn a_reused_inode_number_is_a_new_inode<T: InodeTable>() {
             // with it, while this test holds the lock on counting
             // descriptors).
             let image = source.parent().unwrap().join("share.img");
-            *volume.borrow_mut() = Some(LoopVolume::with_half_reserved(&image, source));
+            *volume.borrow_mut() = Some(Volume::ext4_with_half_reserved(&image, source));
             with_descriptor_budget(source, 2)
         },
         |m| {

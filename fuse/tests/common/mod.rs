@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod compare;
+pub mod volume;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
