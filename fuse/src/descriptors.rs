@@ -19,17 +19,20 @@
 //! the clock, and an entry leaves the clock when its inode died (its
 //! descriptor closed with it) or when the hand picks it, and then the
 //! installing thread empties its slot right after the clock's lock, or
-//! skips it for good (its filesystem gave no handle, counted in
-//! [`DescriptorStats::unhandled`]; it keeps its descriptor as an inode
-//! named by descriptor does). So once an install returns, the descriptors
-//! the cache holds exceed the clock's length, which never exceeds the
-//! budget, by at most the victims other installs are emptying at that
-//! moment (one each, usually); requests in flight hold at most one more
-//! each.
+//! pins it (its filesystem gave no handle, counted in
+//! [`DescriptorStats::unhandled`]). A pinned slot keeps its descriptor for
+//! its inode's life, out of the clock but within the budget: the clock has
+//! what the pinned leave ([`DescriptorStats::pinned`]). Slots are pinned
+//! from the start where their mount has no descriptor to reopen through
+//! (`mounts.rs`), and lookups stop making such inodes once they hold half
+//! the budget ([`Descriptors::may_pin`]). So once an install returns, the
+//! descriptors the cache holds exceed the budget by at most the victims
+//! other installs are emptying at that moment (one each, usually);
+//! requests in flight hold at most one more each.
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::file_handle;
@@ -50,12 +53,19 @@ pub struct DescriptorStats {
     /// filesystem gave no handle when they were first evicted (none on a
     /// filesystem that gives handles, which the share's root's must).
     pub unhandled: u64,
+    /// Descriptors held now for their inode's life, never evicted (the
+    /// unhandled ones, and those of inodes on a mount with no descriptor
+    /// to reopen by): within the budget, which leaves the clock the rest.
+    pub pinned: usize,
 }
 
 /// The bounded cache of reopened descriptors.
 pub(crate) struct Descriptors {
     budget: usize,
     clock: Mutex<VecDeque<Weak<DescriptorSlot>>>,
+    /// Live slots whose descriptor is never evicted (each slot's drop
+    /// takes itself off).
+    pinned: Arc<AtomicUsize>,
     reopens: AtomicU64,
     evictions: AtomicU64,
     unhandled: AtomicU64,
@@ -72,6 +82,7 @@ impl Descriptors {
         Descriptors {
             budget: budget.max(1),
             clock: Mutex::new(VecDeque::new()),
+            pinned: Arc::new(AtomicUsize::new(0)),
             reopens: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             unhandled: AtomicU64::new(0),
@@ -116,12 +127,13 @@ impl Descriptors {
         let victims = {
             let mut clock = self.clock.lock().unwrap_or_else(|e| e.into_inner());
             clock.push_back(Arc::downgrade(slot));
-            Self::pick_victims(&mut clock, self.budget)
+            Self::pick_victims(&mut clock, self.clock_budget())
         };
         for victim in victims {
             if !Self::has_handle(&victim) {
                 // No handle to reopen it by: it keeps its descriptor, out
-                // of the clock, as an inode named by descriptor does.
+                // of the clock but within the budget.
+                self.pin(&victim);
                 // Relaxed: a statistic.
                 self.unhandled.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -135,6 +147,30 @@ impl Descriptors {
             // ends).
             drop(evicted);
         }
+    }
+
+    /// What the budget leaves the clock beside the pinned descriptors.
+    fn clock_budget(&self) -> usize {
+        // Relaxed: a bound read afresh at every install; a slot pinned or
+        // dropped meanwhile moves it by one until the next.
+        self.budget
+            .saturating_sub(self.pinned.load(Ordering::Relaxed))
+    }
+
+    /// Counts `slot`'s descriptor against the budget for its life, out of
+    /// the clock (it is never evicted); its drop gives the place back.
+    pub(crate) fn pin(&self, slot: &DescriptorSlot) {
+        slot.unevictable.take(&self.pinned);
+    }
+
+    /// Whether another descriptor may be pinned: the pinned ones take at
+    /// most half the budget, so that the inodes named by handle always
+    /// have the other half, and nobody's `EMFILE` comes from a user who
+    /// made many inodes that cannot be evicted.
+    pub(crate) fn may_pin(&self) -> bool {
+        // Relaxed: as in `clock_budget`; racing pins may pass the half by
+        // one each.
+        self.pinned.load(Ordering::Relaxed) < self.budget.div_ceil(2)
     }
 
     /// Takes the clock's entries past `budget` off it, second chances
@@ -200,6 +236,7 @@ impl Descriptors {
             reopens: self.reopens.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
             unhandled: self.unhandled.load(Ordering::Relaxed),
+            pinned: self.pinned.load(Ordering::Relaxed),
         }
     }
 }
@@ -322,9 +359,36 @@ mod tests {
         assert!(holds(&b));
         let stats = cache.stats();
         assert_eq!(
-            (stats.cached, stats.evictions, stats.unhandled),
-            (1, 0, 1),
+            (stats.cached, stats.evictions, stats.unhandled, stats.pinned),
+            (1, 0, 1, 1),
             "out of the clock, counted apart"
         );
+        drop(a);
+        assert_eq!(cache.stats().pinned, 0, "its place comes back with it");
+    }
+
+    #[test]
+    fn pinned_descriptors_count_against_the_budget() {
+        let cache = Descriptors::new(4);
+        let pinned: Vec<Arc<DescriptorSlot>> = (0..2)
+            .map(|_| {
+                let slot = Arc::new(DescriptorSlot::holding(fd()));
+                cache.pin(&slot);
+                slot
+            })
+            .collect();
+        assert!(!cache.may_pin(), "half the budget is pinned");
+        let slots: Vec<Arc<DescriptorSlot>> = (0..10).map(|_| Arc::default()).collect();
+        for s in &slots {
+            drop(cache.install(s, fd()));
+        }
+        let held = slots.iter().filter(|s| holds(s)).count();
+        assert_eq!(held, 2, "the clock has what the pinned leave");
+        drop(pinned);
+        assert!(cache.may_pin());
+        for s in &slots {
+            drop(cache.install(s, fd()));
+        }
+        assert_eq!(slots.iter().filter(|s| holds(s)).count(), 4);
     }
 }

@@ -28,6 +28,7 @@ use crate::handles::Handles;
 use crate::host;
 use crate::host_inode::{DescriptorSlot, HostInode};
 use crate::live::Live;
+use crate::mounts::{Mounts, Reopens};
 use crate::options::{HostInodes, Options, DEFAULT_TTL};
 use crate::root_alias;
 use crate::shares::Shares;
@@ -47,10 +48,10 @@ pub struct Passthrough<T: InodeTable> {
     /// Dropped before the table: handles hold table references.
     pub(crate) handles: Handles<T::Ref>,
     pub(crate) table: T,
-    /// A descriptor of the share's root, through which file handles are
-    /// reopened, and its mount's id; `None` when inodes are named by
-    /// descriptor.
-    pub(crate) by_handle: Option<(OwnedFd, i32)>,
+    /// The mounts inodes are named by handle on, each with the
+    /// descriptor its handles are reopened through (the share's root's
+    /// first); `None` when inodes are named by descriptor.
+    pub(crate) by_handle: Option<Mounts>,
     pub(crate) descriptors: Descriptors,
     pub(crate) server_is_root: bool,
     /// Whether the mount shows the share through the root's alias
@@ -144,6 +145,9 @@ impl<T: InodeTable> Passthrough<T> {
         )?;
         let st = nix::sys::stat::fstat(&fd)?;
         let root = host::key_of(&st, host::birth_of(fd.as_fd()));
+        if let Some(line) = options.budget_clamped() {
+            eprintln!("{line}");
+        }
         let by_handle = match options.host_inodes {
             HostInodes::ByDescriptor => None,
             HostInodes::ByFileHandle => Some(Self::check_file_handles(source, &fd)?),
@@ -204,10 +208,7 @@ impl<T: InodeTable> Passthrough<T> {
     /// That the share's root gives a file handle and that this process can
     /// reopen it; returns a descriptor of the root to reopen handles
     /// through, and its mount's id.
-    pub(crate) fn check_file_handles(
-        source: &Path,
-        root: &OwnedFd,
-    ) -> std::io::Result<(OwnedFd, i32)> {
+    pub(crate) fn check_file_handles(source: &Path, root: &OwnedFd) -> std::io::Result<Mounts> {
         let advice = "serve it with --inode-descriptors (HostInodes::ByDescriptor), which \
                       keeps a descriptor per inode the kernel remembers";
         let refuse = |why: String| std::io::Error::new(std::io::ErrorKind::Unsupported, why);
@@ -231,7 +232,13 @@ impl<T: InodeTable> Passthrough<T> {
                 source.display()
             ))
         })?;
-        Ok((mount, mount_id))
+        let mount_id = u64::try_from(mount_id).map_err(|_| {
+            refuse(format!(
+                "{}: a negative mount id ({mount_id})",
+                source.display()
+            ))
+        })?;
+        Ok(Mounts::new(mount, mount_id))
     }
 
     /// The inode of node id `id`, referenced for a request, with its host
@@ -251,14 +258,19 @@ impl<T: InodeTable> Passthrough<T> {
     pub(crate) fn live(&self, inode: T::Ref) -> Result<Live<T::Ref>, Errno> {
         let reopened = match (&inode.host, &self.by_handle) {
             (HostInode::Descriptor(_), _) => None,
-            (HostInode::Handle(slot), Some((mount, _))) => Some(match Descriptors::cached(slot) {
+            (HostInode::Handle(slot), Some(mounts)) => Some(match Descriptors::cached(slot) {
                 Some(fd) => fd,
                 None => {
                     // An empty slot was evicted, which made its handle
-                    // first (`Descriptors::register`).
+                    // first (`Descriptors::register`), and only a slot on
+                    // a mount with a descriptor to reopen through is.
                     let handle = slot.handle.get().ok_or(Errno::EIO)?;
+                    let mount = match &slot.mount {
+                        Some(mount) => mount.reopening_fd(),
+                        None => mounts.share_fd(),
+                    };
                     creds::as_server(self.server_is_root, &self.cred_counts)?;
-                    let fd = file_handle::open_handle(mount.as_fd(), handle)?;
+                    let fd = file_handle::open_handle(mount, handle)?;
                     self.descriptors.install(slot, fd)
                 }
             }),
@@ -269,38 +281,65 @@ impl<T: InodeTable> Passthrough<T> {
     }
 
     /// The host inode for the table to keep for `fd`, just opened on a
-    /// new inode on the host mount `mount_id` (`None`: not known): `fd` in
-    /// a new slot of the descriptor cache (which `fresh` receives, to
-    /// enter it in the cache's clock once the table has taken it), its
-    /// handle made when the cache first evicts it; or `fd` itself when
-    /// inodes are named by descriptor or it is on another mount than the
-    /// share's root (a handle reopens only on its own). Where the mount is
-    /// not known, the handle is made now, and tells it.
+    /// new inode on the host mount `mount_id` (`None`: not known), a
+    /// directory if `is_dir`: `fd` in a new slot of the descriptor cache,
+    /// counted against its budget whatever mount it is on. On a mount
+    /// whose handles reopen (the share's, or one met inside it:
+    /// [`Mounts::meet`], here for a directory), `fresh` receives the slot,
+    /// to enter it in the cache's clock once the table has taken it, and
+    /// its handle is made when the cache first evicts it. On any other,
+    /// the slot is pinned: held for the inode's life, within the budget
+    /// ([`Descriptors::pin`]; the lookup asked [`Self::may_hold`] first).
+    /// Where the mount is not known, the handle is made now, and tells it.
+    /// `fd` itself when inodes are named by descriptor.
     pub(crate) fn host_inode(
         &self,
         fd: OwnedFd,
         mount_id: Option<u64>,
+        is_dir: bool,
         fresh: &mut Option<Arc<DescriptorSlot>>,
     ) -> HostInode {
-        let Some((_, root_mount)) = &self.by_handle else {
+        let Some(mounts) = &self.by_handle else {
             return HostInode::Descriptor(fd);
         };
-        let slot = match mount_id {
-            Some(mount) if u64::try_from(*root_mount).ok() == Some(mount) => {
-                DescriptorSlot::holding(fd)
-            }
-            Some(_) => return HostInode::Descriptor(fd),
+        let (mount_id, handle) = match mount_id {
+            Some(id) => (Some(id), None),
             None => match file_handle::handle_of(fd.as_fd()) {
-                Ok((handle, mount)) if mount == *root_mount => {
-                    let slot = DescriptorSlot::holding(fd);
-                    let _ = slot.handle.set(handle);
-                    slot
-                }
-                _ => return HostInode::Descriptor(fd),
+                Ok((handle, id)) => (u64::try_from(id).ok(), Some(handle)),
+                Err(_) => (None, None),
             },
         };
+        let reopens = match mount_id {
+            Some(id) if is_dir => mounts.meet(id, fd.as_fd()),
+            Some(id) => mounts.reopening(id),
+            None => Reopens::Nowhere,
+        };
+        let slot = match reopens {
+            Reopens::OnTheShare => DescriptorSlot::holding(fd),
+            Reopens::On(mount) => DescriptorSlot::holding_on(fd, mount),
+            Reopens::Nowhere => {
+                let slot = Arc::new(DescriptorSlot::holding(fd));
+                self.descriptors.pin(&slot);
+                return HostInode::Handle(slot);
+            }
+        };
+        if let Some(handle) = handle {
+            let _ = slot.handle.set(handle);
+        }
         let slot = Arc::new(slot);
         *fresh = Some(slot.clone());
         HostInode::Handle(slot)
+    }
+
+    /// Whether a lookup may make a new inode on the host mount `mount_id`:
+    /// not if its descriptor would be pinned (its mount has no descriptor
+    /// to reopen by) and the pinned ones already take their half of the
+    /// budget ([`Descriptors::may_pin`]).
+    pub(crate) fn may_hold(&self, mount_id: Option<u64>) -> bool {
+        let Some(mounts) = &self.by_handle else {
+            return true;
+        };
+        let reopens = mount_id.is_some_and(|id| !matches!(mounts.reopening(id), Reopens::Nowhere));
+        reopens || self.descriptors.may_pin()
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// A file handle's bytes and type, as the host's filesystem gave them.
@@ -69,15 +69,81 @@ pub struct DescriptorSlot {
     /// Its last name was removed through the mount (`UNLINK`, `RMDIR`, a
     /// `RENAME` over it): not kept once the kernel forgets it.
     gone: AtomicBool,
+    /// The mount inside the share its handle reopens on (it keeps the
+    /// mount's reopening descriptor open); `None`: the share's.
+    #[cfg(feature = "server")]
+    pub(crate) mount: Option<Arc<crate::mounts::OtherMount>>,
+    /// Set once its descriptor can never be evicted (no handle, or no
+    /// descriptor of its mount to reopen it through): the count of such
+    /// slots the cache keeps against its budget, which this slot's drop
+    /// takes one from.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) unevictable: PinnedPlace,
+}
+
+/// A pinned descriptor's place in the cache's count: set once, and given
+/// back (one taken off the count) when its slot is dropped.
+#[derive(Default)]
+pub(crate) struct PinnedPlace(OnceLock<Arc<AtomicUsize>>);
+
+impl PinnedPlace {
+    /// Takes a place in `pinned`, once: whether this call took it.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) fn take(&self, pinned: &Arc<AtomicUsize>) -> bool {
+        let took = self.0.set(pinned.clone()).is_ok();
+        if took {
+            // Relaxed: a count the cache reads to bound what it holds.
+            pinned.fetch_add(1, Ordering::Relaxed);
+        }
+        took
+    }
+
+    pub(crate) fn is_taken(&self) -> bool {
+        self.0.get().is_some()
+    }
+}
+
+impl Drop for PinnedPlace {
+    fn drop(&mut self) {
+        if let Some(pinned) = self.0.get() {
+            // Relaxed: as in `take`.
+            pinned.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 impl DescriptorSlot {
-    /// A slot holding `fd`, the descriptor of a new inode.
+    /// A slot holding `fd`, the descriptor of a new inode on the share's
+    /// own mount.
     pub fn holding(fd: OwnedFd) -> Self {
         DescriptorSlot {
             fd: RwLock::new(Some(Arc::new(fd))),
             ..Self::default()
         }
+    }
+
+    /// A slot holding `fd`, the descriptor of a new inode on `mount`, a
+    /// mount inside the share.
+    #[cfg(feature = "server")]
+    pub(crate) fn holding_on(fd: OwnedFd, mount: Arc<crate::mounts::OtherMount>) -> Self {
+        DescriptorSlot {
+            fd: RwLock::new(Some(Arc::new(fd))),
+            mount: Some(mount),
+            ..Self::default()
+        }
+    }
+
+    /// Whether it is on the share's own mount (not one inside it).
+    pub(crate) fn on_the_share(&self) -> bool {
+        #[cfg(feature = "server")]
+        return self.mount.is_none();
+        #[cfg(not(feature = "server"))]
+        return true;
+    }
+
+    /// Whether its descriptor is held for its life (never evicted).
+    pub(crate) fn is_unevictable(&self) -> bool {
+        self.unevictable.is_taken()
     }
 
     /// A slot of the inode `handle` names, holding no descriptor.
@@ -124,8 +190,8 @@ impl fmt::Debug for DescriptorSlot {
 #[derive(Debug)]
 pub enum HostInode {
     /// An `O_PATH` descriptor, held as long as the inode is in the table:
-    /// the root, an inode on another mount than the share's, and every
-    /// inode when the server runs without file handles.
+    /// the root, and every inode when the server runs without file
+    /// handles (`HostInodes::ByDescriptor`).
     Descriptor(OwnedFd),
     /// A file handle, and the slot of its descriptor while the cache
     /// keeps one.

@@ -45,6 +45,7 @@
 //! | names, attributes, `/proc/self/fd` | `host.rs` |
 //! | a host inode: a descriptor, or a file handle and its slot | `host_inode.rs` |
 //! | `name_to_handle_at`, `open_by_handle_at` | `file_handle.rs` |
+//! | the mounts inodes are named by handle on, each with its reopening descriptor | `mounts.rs` |
 //! | the bounded cache of reopened descriptors | `descriptors.rs` |
 //! | memory given back to the host after many `FORGET`s | `trim.rs` |
 //! | each serving thread's own umask, the caller's at a creation | `umask.rs` |
@@ -86,6 +87,8 @@ mod live;
 mod lockref_inodes;
 #[cfg(feature = "server")]
 pub mod mount;
+#[cfg(feature = "server")]
+mod mounts;
 #[cfg(feature = "server")]
 mod names;
 mod node_id;

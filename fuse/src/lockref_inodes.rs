@@ -12,7 +12,8 @@
 //!
 //! **Keep or kill at zero.** An inode the kernel forgot is kept, up to
 //! [`KEEP_FORGOTTEN`] of them on the table's LRU (oldest dropped first),
-//! when it is named by file handle, born at a known time, and its file
+//! when it is named by file handle on the share's own mount (one inside
+//! the share is left free to unmount), born at a known time, and its file
 //! was not removed through the mount: the kernel forgets inodes it will
 //! ask for again (`drop_caches`, memory pressure), and a `LOOKUP` of a
 //! kept one is one `statx` by name and one atomic on the entry, with no
@@ -52,7 +53,13 @@ pub const KEEP_FORGOTTEN: usize = 8_192;
 /// no system call.
 fn kept_when_forgotten(inode: &InodeData) -> bool {
     match &inode.host {
-        HostInode::Handle(slot) => inode.key.birth != 0 && slot.may_keep(),
+        // A descriptor held for the inode's life (its mount has none to
+        // reopen it by) would take its place in the budget while kept;
+        // and an inode on a mount inside the share would keep that mount
+        // busy (its reopening descriptor): only the share's are kept.
+        HostInode::Handle(slot) => {
+            inode.key.birth != 0 && slot.may_keep() && slot.on_the_share() && !slot.is_unevictable()
+        }
         HostInode::Descriptor(_) => false,
     }
 }

@@ -64,8 +64,10 @@ struct Args {
     /// server's descriptors for everyone.
     #[arg(long)]
     inode_descriptors: bool,
-    /// The most reopened descriptors kept for inodes named by file handle
-    /// (default: half the hard limit on open descriptors, at most 65536).
+    /// The most descriptors kept for inodes named by file handle, on any
+    /// mount (default: half the hard limit on open descriptors, at most
+    /// 65536; held to three quarters of the hard limit less 64, with a
+    /// line saying so).
     #[arg(long)]
     descriptor_budget: Option<usize>,
     /// The most open files and directories one user may hold, each a host

@@ -94,11 +94,20 @@ impl<T: InodeTable> Passthrough<T> {
         )
         .map_err(errno)?;
         let found = host::stat_for_lookup(fd.as_fd())?;
+        let key = host::key_of(&found.st, found.birth);
+        if !self.may_hold(found.mount_id) {
+            // A new inode here would hold its descriptor for its life, and
+            // such descriptors take their half of the budget already: the
+            // lookup succeeds only if the table has the inode.
+            let id = self.table.lookup_known(key).ok_or(Errno::ENFILE)?;
+            return Ok(host::attr(&found.st, id));
+        }
+        let is_dir = found.st.st_mode & libc::S_IFMT == libc::S_IFDIR;
         let mut fresh = None;
         let mut made = false;
-        let id = self.table.lookup(host::key_of(&found.st, found.birth), || {
+        let id = self.table.lookup(key, || {
             made = true;
-            self.host_inode(fd, found.mount_id, &mut fresh)
+            self.host_inode(fd, found.mount_id, is_dir, &mut fresh)
         });
         if let Some(slot) = fresh {
             self.descriptors.register(&slot);

@@ -32,9 +32,10 @@ pub struct Options {
     pub ttl: Duration,
     /// How host inodes are named.
     pub host_inodes: HostInodes,
-    /// The most reopened descriptors kept ([`HostInodes::ByFileHandle`]);
-    /// `None`: half the hard limit on open descriptors (which the mount
-    /// raises the soft limit to), at most 65,536.
+    /// The most reopened descriptors kept ([`HostInodes::ByFileHandle`]),
+    /// held to three quarters of the hard limit on open descriptors less
+    /// 64 (logged when it is); `None`: half the hard limit (which the
+    /// mount raises the soft limit to), at most 65,536.
     pub descriptor_budget: Option<usize>,
     /// The most open files and directories one uid may hold (each holds a
     /// host descriptor; past it, `EMFILE`); `None`: an eighth of the
@@ -72,12 +73,40 @@ fn descriptor_limit() -> usize {
     usize::try_from(hard).unwrap_or(usize::MAX)
 }
 
+/// The largest descriptor budget under a hard limit of `limit`
+/// descriptors: what a quarter of it (for open handles) and 64 spare
+/// leave, at least 16. A larger one would let the cache of reopened
+/// descriptors take every descriptor, and everyone's next open get
+/// `EMFILE` for as long as the cache keeps them.
+pub(crate) fn largest_budget(limit: usize) -> usize {
+    (limit - limit / 4).saturating_sub(64).max(16)
+}
+
 impl Options {
-    /// The descriptor budget: as given, or half the hard limit, at most
-    /// 65,536.
+    /// The descriptor budget: as given, held to what the hard limit
+    /// leaves beside a quarter of it and 64 spare ([`largest_budget`]);
+    /// or half the hard limit, at most 65,536.
     pub(crate) fn descriptor_budget(&self) -> usize {
-        self.descriptor_budget
-            .unwrap_or_else(|| (descriptor_limit() / 2).clamp(16, 1 << 16))
+        let limit = descriptor_limit();
+        match self.descriptor_budget {
+            Some(given) => given.min(largest_budget(limit)),
+            None => (limit / 2).clamp(16, 1 << 16),
+        }
+    }
+
+    /// The line to log where the budget given was held down: it would
+    /// have let the cache take every descriptor the process may open.
+    pub(crate) fn budget_clamped(&self) -> Option<String> {
+        let given = self.descriptor_budget?;
+        let used = self.descriptor_budget();
+        (used < given).then(|| {
+            format!(
+                "lockref-fuse: a descriptor budget of {given} leaves too few of the {} \
+                 descriptors this process may open (the hard limit) for open files and \
+                 the server's own; using {used}",
+                descriptor_limit()
+            )
+        })
     }
 
     /// What handles may hold: the hard limit less the descriptor budget
@@ -91,5 +120,33 @@ impl Options {
             total,
             per_user: self.handles_per_user.unwrap_or((total / 8).max(16)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_past_the_limit_is_held_below_it_and_said() {
+        let limit = descriptor_limit();
+        let options = Options {
+            descriptor_budget: Some(limit * 2),
+            ..Options::default()
+        };
+        let used = options.descriptor_budget();
+        assert_eq!(used, largest_budget(limit));
+        assert!(used + 64 <= limit, "{used} of {limit}");
+        assert!(options.handle_limits().total >= limit / 4 - 64);
+        let line = options.budget_clamped().expect("said");
+        assert!(line.contains(&format!("using {used}")), "{line}");
+        let fitting = Options {
+            descriptor_budget: Some(16),
+            ..Options::default()
+        };
+        assert_eq!(fitting.descriptor_budget(), 16);
+        assert_eq!(fitting.budget_clamped(), None);
+        assert_eq!(largest_budget(1024), 704);
+        assert_eq!(largest_budget(20), 16, "at least 16");
     }
 }

@@ -16,6 +16,23 @@ use super::Mount;
 /// install under `/root` it cannot); `.ci/run` installs it if missing.
 pub const PYTHON: &str = "/usr/bin/python3";
 
+/// Runs `script` (Python) as user 65534, asserting that it succeeds;
+/// returns what it printed.
+pub fn python_as_nobody(script: &str) -> String {
+    let out = super::as_user(65534, PYTHON)
+        .arg("-c")
+        .arg(script)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    said
+}
+
 /// Runs `script` (Python) with `A` the directory to act in and `S` the
 /// one to observe, as root or as 65534; returns its output and status.
 pub fn run(script: &str, act: &Path, observe: &Path, as_nobody: bool) -> String {

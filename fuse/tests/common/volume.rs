@@ -42,6 +42,16 @@ impl Volume {
         Volume { at: at.to_owned() }
     }
 
+    /// A tmpfs at `at` that users other than root may search but not
+    /// read (mode 0711).
+    pub fn tmpfs_unreadable(at: &Path) -> Self {
+        sh(&format!(
+            "mount -t tmpfs -o size=64m,mode=0711 tmpfs {}",
+            at.display()
+        ));
+        Volume { at: at.to_owned() }
+    }
+
     fn loop_mounted(image: &Path, mib: u64, mkfs: &str, at: &Path) -> Self {
         fs::File::create(image).unwrap().set_len(mib << 20).unwrap();
         sh(&format!("{mkfs} {}", image.display()));
