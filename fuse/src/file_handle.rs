@@ -8,6 +8,7 @@
 //! The two system calls have no wrapper in libc, nix or rustix; they are
 //! issued raw here, on a `struct file_handle` laid out as the kernel's.
 
+use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
@@ -32,6 +33,17 @@ struct RawFileHandle {
 /// `EOPNOTSUPP` where the filesystem gives no handles, `EOVERFLOW` for a
 /// handle larger than [`MAX_HANDLE_SZ`], or another errno of the call.
 pub(crate) fn handle_of(fd: BorrowedFd<'_>) -> io::Result<(FileHandleBytes, i32)> {
+    handle_at(fd, c"")
+}
+
+/// The file handle of `name` in the directory `dir` (a symlink's own, not
+/// its target's), or of `dir` itself for an empty name, and the id of
+/// its mount.
+///
+/// # Errors
+///
+/// As [`handle_of`]'s; `ENOENT` for a name gone.
+pub(crate) fn handle_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<(FileHandleBytes, i32)> {
     let mut raw = RawFileHandle {
         handle_bytes: MAX_HANDLE_SZ as u32,
         handle_type: 0,
@@ -39,15 +51,16 @@ pub(crate) fn handle_of(fd: BorrowedFd<'_>) -> io::Result<(FileHandleBytes, i32)
     };
     let mut mount_id: libc::c_int = 0;
     // SAFETY: `name_to_handle_at(dirfd, path, handle, mount_id, flags)`
-    // reads `path` (a NUL-terminated empty string, with AT_EMPTY_PATH: the
-    // inode of `dirfd` itself), reads `handle->handle_bytes` and writes at
-    // most that many bytes to `handle->f_handle` (the array's size) and
-    // the two ints; every pointer is valid for the call's length.
+    // reads `path` (a NUL-terminated string; empty, with AT_EMPTY_PATH, the
+    // inode of `dirfd` itself; without AT_SYMLINK_FOLLOW a final symlink
+    // is not followed), reads `handle->handle_bytes` and writes at most
+    // that many bytes to `handle->f_handle` (the array's size) and the two
+    // ints; every pointer is valid for the call's length.
     let r = unsafe {
         libc::syscall(
             libc::SYS_name_to_handle_at,
-            fd.as_raw_fd(),
-            c"".as_ptr(),
+            dir.as_raw_fd(),
+            name.as_ptr(),
             &mut raw as *mut RawFileHandle,
             &mut mount_id as *mut libc::c_int,
             libc::AT_EMPTY_PATH,

@@ -2,7 +2,7 @@
 //! results turned into FUSE attributes, and the `/proc/self/fd` path of an
 //! `O_PATH` descriptor.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -84,7 +84,12 @@ pub fn stat_for_lookup(fd: BorrowedFd<'_>) -> Result<Found, Errno> {
         .ok()
         .and_then(|x| found(&x))
     {
-        Some(found) => Ok(found),
+        Some(mut found) => {
+            if found.birth == 0 {
+                found.birth = identity_by_handle(fd, c"");
+            }
+            Ok(found)
+        }
         // A kernel without `statx`, or a filesystem that leaves out some
         // of the basic attributes: the two calls.
         None => Ok(Found {
@@ -107,7 +112,45 @@ pub fn stat_name_for_lookup(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Option<
     use rustix::fs::{statx, AtFlags};
     let x = statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, LOOKUP_STATX)
         .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
-    Ok(found(&x))
+    let Some(mut found) = found(&x) else {
+        return Ok(None);
+    };
+    if found.birth == 0 {
+        let Ok(name) = CString::new(name.as_bytes()) else {
+            return Ok(None);
+        };
+        found.birth = identity_by_handle(dir, &name);
+    }
+    Ok(Some(found))
+}
+
+/// Where the host keeps no birth time (ext2, ext3, ext4 made with 128-byte
+/// inodes, and any filesystem whose `statx` gives none), what stands for
+/// it in an inode's key: its file handle's bytes, which carry the inode's
+/// generation (ext4's, XFS's, btrfs'), so a number the host gives again
+/// to a new file comes with another handle, and another key (N2 without
+/// birth times). A 64-bit hash of the bytes with the top bit set, so that
+/// it is never a birth time (nanoseconds since 1970 stay below 2^63 until
+/// 2262). 0, as no birth, where the filesystem gives no handle either:
+/// such an inode is never named by handle, so the server holds its
+/// descriptor while the table has it, and the host cannot give its number
+/// again meanwhile (`mounts.rs`). One `name_to_handle_at` (of `name` in
+/// `dir`, or of `dir` itself for an empty name), only on such hosts.
+fn identity_by_handle(dir: BorrowedFd<'_>, name: &CStr) -> u64 {
+    match crate::file_handle::handle_at(dir, name) {
+        Ok((handle, _)) => {
+            // FNV-1a over the type and the bytes: stable across runs (the
+            // key lives only in this process, but a fixed function keeps
+            // tests exact).
+            let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+            for byte in handle.kind().to_le_bytes().iter().chain(handle.bytes()) {
+                hash ^= u64::from(*byte);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+            hash | 1 << 63
+        }
+        Err(_) => 0,
+    }
 }
 
 /// What a lookup asks of `statx`: the basic attributes, the birth (N2)
@@ -167,8 +210,9 @@ pub fn key_of(st: &FileStat, birth: u64) -> Key {
     }
 }
 
-/// When the inode of `fd` was made, in nanoseconds since the epoch (0
-/// where the host filesystem keeps no birth time, or before 1970).
+/// When the inode of `fd` was made, in nanoseconds since the epoch; where
+/// the host filesystem keeps no birth time (or it is before 1970), what
+/// stands for it ([`identity_by_handle`]: 0 without a file handle either).
 pub fn birth_of(fd: BorrowedFd<'_>) -> u64 {
     use rustix::fs::{statx, AtFlags, StatxFlags};
     match statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::BTIME) {
@@ -176,7 +220,7 @@ pub fn birth_of(fd: BorrowedFd<'_>) -> u64 {
             let secs = u64::try_from(st.stx_btime.tv_sec).unwrap_or(0);
             secs.saturating_mul(1_000_000_000) + u64::from(st.stx_btime.tv_nsec)
         }
-        _ => 0,
+        _ => identity_by_handle(fd, c""),
     }
 }
 

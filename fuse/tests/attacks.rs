@@ -363,17 +363,7 @@ fn users_cannot_fill_the_blocks_kept_for_root_of<T: InodeTable>(m: &Mount<T>) {
          else: print('mapped', os.WEXITSTATUS(status))\n",
         dir = m.at("vol").display()
     );
-    let out = as_user(65534, PYTHON)
-        .arg("-c")
-        .arg(script)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = python_as_nobody(&script);
     let used: u64 = ["w", "m"]
         .iter()
         .map(|f| fs::metadata(m.host(&format!("vol/{f}"))).unwrap().blocks() * 512)
@@ -404,17 +394,29 @@ fn users_cannot_fill_the_blocks_kept_for_root_of<T: InodeTable>(m: &Mount<T>) {
 /// now has its birth time, and the new file is an inode of its own while
 /// the kernel still holds the old one.
 fn a_reused_inode_number_is_a_new_inode<T: InodeTable>() {
+    a_reused_inode_number_is_a_new_inode_on::<T>(Volume::ext4_with_half_reserved);
+}
+
+/// Point 3 of the third audit: the same on an ext4 made with 128-byte
+/// inodes, which keep no birth time (as ext2 and ext3): 200 of 200 new
+/// files gave `ESTALE`. Where `statx` gives no birth, the key has a hash
+/// of the file handle, which carries the inode's generation.
+fn a_reused_inode_number_without_birth_times_is_a_new_inode<T: InodeTable>() {
+    a_reused_inode_number_is_a_new_inode_on::<T>(Volume::ext4_without_birth_times);
+}
+
+fn a_reused_inode_number_is_a_new_inode_on<T: InodeTable>(ext4: fn(&Path, &Path) -> Volume) {
     let volume = std::cell::RefCell::new(None);
     with_mount_made::<T>(
         4,
         |source| {
-            // The share itself on ext4: an inode of another mount inside a
-            // share keeps its descriptor, which keeps its number in use.
-            // Beside the share, in the mount's own directory (removed
-            // with it, while this test holds the lock on counting
-            // descriptors).
+            // The share itself on ext4: an inode of a mount inside the
+            // share gets a descriptor to reopen by only from a directory
+            // its lookup may read. Beside the share, in the mount's own
+            // directory (removed with it, while this test holds the lock
+            // on counting descriptors).
             let image = source.parent().unwrap().join("share.img");
-            *volume.borrow_mut() = Some(Volume::ext4_with_half_reserved(&image, source));
+            *volume.borrow_mut() = Some(ext4(&image, source));
             with_descriptor_budget(source, 2)
         },
         |m| {
@@ -543,4 +545,5 @@ on_both_tables!(
     credentials_under_stress,
     users_cannot_fill_the_blocks_kept_for_root,
     a_reused_inode_number_is_a_new_inode,
+    a_reused_inode_number_without_birth_times_is_a_new_inode,
 );
