@@ -53,6 +53,9 @@ pub struct DescriptorStats {
     /// filesystem gave no handle when they were first evicted (none on a
     /// filesystem that gives handles, which the share's root's must).
     pub unhandled: u64,
+    /// Descriptors evicted because their file was deleted on the host
+    /// (`sweep.rs`).
+    pub deleted_closed: u64,
     /// Descriptors held now for their inode's life, never evicted (the
     /// unhandled ones, and those of inodes on a mount with no descriptor
     /// to reopen by): within the budget, which leaves the clock the rest.
@@ -66,6 +69,7 @@ pub(crate) struct Descriptors {
     /// Live slots whose descriptor is never evicted (each slot's drop
     /// takes itself off).
     pinned: Arc<AtomicUsize>,
+    deleted_closed: AtomicU64,
     reopens: AtomicU64,
     evictions: AtomicU64,
     unhandled: AtomicU64,
@@ -83,6 +87,7 @@ impl Descriptors {
             budget: budget.max(1),
             clock: Mutex::new(VecDeque::new()),
             pinned: Arc::new(AtomicUsize::new(0)),
+            deleted_closed: AtomicU64::new(0),
             reopens: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             unhandled: AtomicU64::new(0),
@@ -173,6 +178,55 @@ impl Descriptors {
         self.pinned.load(Ordering::Relaxed) < self.budget.div_ceil(2)
     }
 
+    /// Evicts every cached descriptor whose file has no link left on the
+    /// host (deleted behind the server's back: `sweep.rs`), if it has a
+    /// handle to reopen it by; returns how many. The `fstat`s and handles
+    /// are made outside the clock's lock; the descriptors are taken out,
+    /// and their entries off the clock, in one pass under it, so that a
+    /// slot's entry and its descriptor still come and go together.
+    pub(crate) fn close_deleted(&self) -> usize {
+        let cached: Vec<Weak<DescriptorSlot>> = self
+            .clock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        let deleted: Vec<Arc<DescriptorSlot>> = cached
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|slot| {
+                let fd = slot.fd.read().unwrap_or_else(|e| e.into_inner()).clone();
+                fd.is_some_and(|fd| nix::sys::stat::fstat(&*fd).is_ok_and(|st| st.st_nlink == 0))
+            })
+            .filter(|slot| Self::has_handle(slot))
+            .collect();
+        drop(cached);
+        if deleted.is_empty() {
+            return 0;
+        }
+        let mut closed = Vec::with_capacity(deleted.len());
+        {
+            let mut clock = self.clock.lock().unwrap_or_else(|e| e.into_inner());
+            clock.retain(|entry| {
+                let Some(slot) = deleted
+                    .iter()
+                    .find(|s| Weak::as_ptr(entry) == Arc::as_ptr(s))
+                else {
+                    return true;
+                };
+                closed.push(slot.fd.write().unwrap_or_else(|e| e.into_inner()).take());
+                false
+            });
+        }
+        let n = closed.iter().filter(|fd| fd.is_some()).count();
+        // Relaxed: a statistic.
+        self.deleted_closed.fetch_add(n as u64, Ordering::Relaxed);
+        // Closed here, after the lock, unless a request still holds one.
+        drop(closed);
+        n
+    }
+
     /// Takes the clock's entries past `budget` off it, second chances
     /// given: the slots to empty.
     fn pick_victims(
@@ -237,6 +291,7 @@ impl Descriptors {
             evictions: self.evictions.load(Ordering::Relaxed),
             unhandled: self.unhandled.load(Ordering::Relaxed),
             pinned: self.pinned.load(Ordering::Relaxed),
+            deleted_closed: self.deleted_closed.load(Ordering::Relaxed),
         }
     }
 }
@@ -365,6 +420,36 @@ mod tests {
         );
         drop(a);
         assert_eq!(cache.stats().pinned, 0, "its place comes back with it");
+    }
+
+    #[test]
+    fn a_descriptor_of_a_file_deleted_on_the_host_is_closed_by_the_sweep() {
+        let dir = tempfile::tempdir().unwrap();
+        let (gone, kept) = (dir.path().join("gone"), dir.path().join("kept"));
+        std::fs::write(&gone, "x").unwrap();
+        std::fs::write(&kept, "x").unwrap();
+        let cache = Descriptors::new(8);
+        let slot = |p: &std::path::Path| {
+            let slot = Arc::new(DescriptorSlot::holding(
+                std::fs::File::open(p).unwrap().into(),
+            ));
+            cache.register(&slot);
+            slot
+        };
+        let (a, b) = (slot(&gone), slot(&kept));
+        assert_eq!(cache.close_deleted(), 0, "nothing deleted yet");
+        std::fs::remove_file(&gone).unwrap();
+        assert_eq!(cache.close_deleted(), 1);
+        assert!(!holds(&a), "closed");
+        assert!(a.handle.get().is_some(), "with its handle made first");
+        assert!(holds(&b));
+        let stats = cache.stats();
+        assert_eq!(
+            (stats.cached, stats.deleted_closed),
+            (1, 1),
+            "its entry left the clock"
+        );
+        assert_eq!(cache.close_deleted(), 0);
     }
 
     #[test]

@@ -52,7 +52,8 @@ pub struct Passthrough<T: InodeTable> {
     /// descriptor its handles are reopened through (the share's root's
     /// first); `None` when inodes are named by descriptor.
     pub(crate) by_handle: Option<Mounts>,
-    pub(crate) descriptors: Descriptors,
+    /// Shared with the mount's sweeper (`sweep.rs`).
+    pub(crate) descriptors: Arc<Descriptors>,
     pub(crate) server_is_root: bool,
     /// Whether the mount shows the share through the root's alias
     /// (`root_alias.rs`): only then is its name looked up in the root.
@@ -159,7 +160,7 @@ impl<T: InodeTable> Passthrough<T> {
             handles: Handles::new(options.handle_limits()),
             table: T::new(HostInode::Descriptor(fd), root),
             by_handle,
-            descriptors: Descriptors::new(options.descriptor_budget()),
+            descriptors: Arc::new(Descriptors::new(options.descriptor_budget())),
             server_is_root: creds::can_switch(),
             root_alias: std::sync::atomic::AtomicBool::new(false),
             rings_asked: std::sync::atomic::AtomicBool::new(false),

@@ -47,6 +47,7 @@
 //! | `name_to_handle_at`, `open_by_handle_at` | `file_handle.rs` |
 //! | the mounts inodes are named by handle on, each with its reopening descriptor | `mounts.rs` |
 //! | the bounded cache of reopened descriptors | `descriptors.rs` |
+//! | closing cached descriptors of files deleted on the host | `sweep.rs` |
 //! | memory given back to the host after many `FORGET`s | `trim.rs` |
 //! | each serving thread's own umask, the caller's at a creation | `umask.rs` |
 //! | a request's inode with its descriptor (`Live`) | `live.rs` |
@@ -105,6 +106,8 @@ mod server;
 #[cfg(feature = "server")]
 mod shares;
 mod slot_hints;
+#[cfg(feature = "server")]
+mod sweep;
 mod table;
 #[cfg(feature = "server")]
 mod trim;

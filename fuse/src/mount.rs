@@ -12,6 +12,7 @@ use nix::mount::{umount, umount2, MntFlags};
 use crate::fs::Passthrough;
 use crate::root_alias;
 use crate::server::Server;
+use crate::sweep::Sweeper;
 use crate::table::InodeTable;
 use crate::uring::Rings;
 
@@ -143,6 +144,9 @@ pub struct Mounted {
     private: Option<PathBuf>,
     /// fuser's threads: the serving threads and the one more that reads.
     fuser_threads: usize,
+    /// Closes cached descriptors of files deleted on the host; stopped
+    /// and joined when this is dropped (after the session ends).
+    _sweeper: Sweeper,
 }
 
 impl Mounted {
@@ -246,6 +250,7 @@ pub fn spawn<T: InodeTable>(
 ) -> io::Result<Mounted> {
     raise_descriptor_limit()?;
     reserve_descriptor_table(fs.descriptors.budget().saturating_add(1024))?;
+    let sweeper = Sweeper::start(Arc::downgrade(&fs.descriptors))?;
     fs.shares.set_threads(config.threads);
     if config.io_uring && !fs.server_is_root {
         return Err(io::Error::new(
@@ -262,6 +267,7 @@ pub fn spawn<T: InodeTable>(
             mountpoint: mountpoint.to_owned(),
             private: None,
             fuser_threads: config.threads.max(1) + 1,
+            _sweeper: sweeper,
         });
     }
     let private = root_alias::private_mountpoint()?;
@@ -294,6 +300,7 @@ pub fn spawn<T: InodeTable>(
         mountpoint: mountpoint.to_owned(),
         private: Some(private),
         fuser_threads: config.threads.max(1) + 1,
+        _sweeper: sweeper,
     })
 }
 
