@@ -185,13 +185,18 @@ impl Descriptors {
     /// and their entries off the clock, in one pass under it, so that a
     /// slot's entry and its descriptor still come and go together.
     pub(crate) fn close_deleted(&self) -> usize {
-        let cached: Vec<Weak<DescriptorSlot>> = self
-            .clock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .cloned()
-            .collect();
+        let cached: Vec<Weak<DescriptorSlot>> = {
+            let mut clock = self.clock.lock().unwrap_or_else(|e| e.into_inner());
+            // Dead inodes' entries leave too: each holds its slot's
+            // memory (a `Weak`), which the clock's hand frees only past
+            // the budget; after a mass `FORGET`, thousands of them.
+            let before = clock.len();
+            clock.retain(|entry| entry.strong_count() > 0);
+            if before - clock.len() >= crate::trim::FORGETS_PER_TRIM as usize {
+                crate::trim::trim();
+            }
+            clock.iter().cloned().collect()
+        };
         let deleted: Vec<Arc<DescriptorSlot>> = cached
             .iter()
             .filter_map(Weak::upgrade)

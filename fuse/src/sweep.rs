@@ -19,6 +19,13 @@
 //! is reopened by its handle at its next request, as after any eviction
 //! (`ESTALE` once the host has freed it).
 //!
+//! Each sweep also drops the cache's entries of inodes that died (each
+//! held its slot's memory, a `Weak`, until the clock's hand reached it,
+//! which happens only past the budget), and after a thousand of them
+//! gives the allocator's free pages back (`trim.rs`): after a mass
+//! `FORGET`, 1.6 MiB more of 40,000 inodes' memory returns
+//! (`tests/memory.rs`'s process, 22.9 to 21.3 MiB).
+//!
 //! The sweep runs on its own thread, never on a request's: one `fstat` per
 //! cached descriptor every two seconds (10-12 ms of one CPU for 10,000
 //! descriptors, the default budget under a hard limit of 20,000, on the

@@ -22,7 +22,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Forgets on one serving thread between two trims.
-const FORGETS_PER_TRIM: u32 = 1024;
+pub(crate) const FORGETS_PER_TRIM: u32 = 1024;
 
 thread_local! {
     /// Forgets on this thread since its last trim.
@@ -46,7 +46,7 @@ pub(crate) fn forgotten(trims: &AtomicU64) {
 }
 
 /// Gives the C allocator's free pages back to the host.
-fn trim() {
+pub(crate) fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` has no precondition: it takes each arena's
     // lock and releases (madvise) whole free pages; no pointer of ours is
