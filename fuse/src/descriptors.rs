@@ -455,6 +455,14 @@ mod tests {
             "its entry left the clock"
         );
         assert_eq!(cache.close_deleted(), 0);
+        drop(b);
+        assert_eq!(
+            cache.stats().cached,
+            1,
+            "a dead inode's entry waits for the hand"
+        );
+        cache.close_deleted();
+        assert_eq!(cache.stats().cached, 0, "or for the sweep");
     }
 
     #[test]
