@@ -1,8 +1,11 @@
 //! The server's memory after the kernel forgets many inodes (issue: memory
 //! keeps its peak). What the forgotten inodes owned on the heap goes back
-//! to the host (`trim.rs`: before, not a byte did); what stays, the
-//! table's type-stable slots, is bounded by the most inodes held at once:
-//! a second round of as many inodes reuses it.
+//! to the host (`trim.rs`: before, not a byte did), and the descriptor
+//! cache's entries of the dead inodes leave with the sweeper's next two
+//! sweeps (`sweep.rs`: before, each held its slot's memory until the
+//! cache passed its budget); what stays, the table's type-stable slots,
+//! is bounded by the most inodes held at once: a second round of as many
+//! inodes reuses it.
 //!
 //! Its own test binary, with one test: the resident size measured is the
 //! process's, and the server runs in this process, so nothing else may
@@ -56,6 +59,18 @@ fn memory_freed_by_a_mass_forget_goes_back_to_the_host() {
         let peak = resident();
         assert!(m.forget_all(), "the kernel forgot every inode");
         let forgotten = resident();
+        // The sweeper drops the descriptor cache's entries of the dead
+        // inodes (each held its slot's memory) within two sweeps.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while m.fs.descriptor_stats().cached > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert_eq!(
+            m.fs.descriptor_stats().cached,
+            0,
+            "the dead inodes' entries left the descriptor cache"
+        );
+        let swept = resident();
         look_up_all(m);
         let again = resident();
         let mib = |b: u64| b as f64 / (1 << 20) as f64;
@@ -63,13 +78,16 @@ fn memory_freed_by_a_mass_forget_goes_back_to_the_host() {
         let returned = peak.saturating_sub(forgotten);
         eprintln!(
             "{INODES} inodes: {:.1} MiB at start, {:.1} MiB held ({:.0} bytes an inode), \
-             {:.1} MiB after the forget ({:.0}% returned, {} trims), {:.1} MiB after as many again",
+             {:.1} MiB after the forget ({:.0}% returned, {} trims), {:.1} MiB once swept \
+             ({:.0}%), {:.1} MiB after as many again",
             mib(start),
             mib(peak),
             used as f64 / INODES as f64,
             mib(forgotten),
             100.0 * returned as f64 / used as f64,
             m.fs.memory_trims(),
+            mib(swept),
+            100.0 * peak.saturating_sub(swept) as f64 / used as f64,
             mib(again),
         );
         assert!(
