@@ -212,7 +212,7 @@ pub fn key_of(st: &FileStat, birth: u64) -> Key {
 
 /// When the inode of `fd` was made, in nanoseconds since the epoch; where
 /// the host filesystem keeps no birth time (or it is before 1970), what
-/// stands for it ([`identity_by_handle`]: 0 without a file handle either).
+/// stands for it (a hash of its file handle: 0 without a file handle either).
 pub fn birth_of(fd: BorrowedFd<'_>) -> u64 {
     use rustix::fs::{statx, AtFlags, StatxFlags};
     match statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::BTIME) {
