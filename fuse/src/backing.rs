@@ -55,21 +55,14 @@ use fuser::BackingId;
 // `FUSE_DEV_IOC_BACKING_CLOSE`: `_IOW(229, 2, uint32_t)`.
 nix::ioctl_write_ptr!(fuse_dev_ioc_backing_close, 229, 2, u32);
 
-/// A backing registered with the kernel, closed when dropped (when the
+/// A backing registered with the kernel on the connection's device,
+/// whichever transport the open came by; closed when dropped (when the
 /// inode's last open ends).
-pub(crate) enum Backing {
-    /// Registered through fuser's reply, on fuser's device; fuser's
-    /// `BackingId` closes it.
-    Fuser(BackingId),
-    /// Registered on the device the server mounted itself (for the io_uring
-    /// rings, `mount.rs`), whichever transport the open came by; closed
-    /// here.
-    Device {
-        /// The connection's device, open while the backing is.
-        device: Arc<OwnedFd>,
-        /// The kernel's `backing_id`.
-        id: u32,
-    },
+pub(crate) struct Backing {
+    /// The connection's device, open while the backing is.
+    device: Arc<OwnedFd>,
+    /// The kernel's `backing_id`.
+    id: u32,
 }
 
 impl Backing {
@@ -80,23 +73,27 @@ impl Backing {
     /// The kernel's refusal (`EPERM` without `CAP_SYS_ADMIN`, `EINVAL` for a
     /// file on a stacked filesystem too deep).
     pub(crate) fn register(device: &Arc<OwnedFd>, fd: BorrowedFd<'_>) -> io::Result<Self> {
-        Ok(Backing::Device {
+        Ok(Backing {
             device: device.clone(),
             id: BackingId::create_raw(&**device, fd)?,
         })
+    }
+
+    /// The kernel's `backing_id`, which an open's reply names.
+    pub(crate) fn id(&self) -> u32 {
+        self.id
     }
 }
 
 impl Drop for Backing {
     fn drop(&mut self) {
-        if let Backing::Device { device, id } = self {
-            // SAFETY: the ioctl reads one `u32` through the pointer, which
-            // is valid for the call; `id` was registered on `device` and is
-            // closed once, here.
-            let closed = unsafe { fuse_dev_ioc_backing_close(device.as_raw_fd(), &raw const *id) };
-            if let Err(e) = closed {
-                eprintln!("lockref-fuse: a backing was not closed: {e}");
-            }
+        // SAFETY: the ioctl reads one `u32` through the pointer, which is
+        // valid for the call; `id` was registered on `device` and is
+        // closed once, here.
+        let closed =
+            unsafe { fuse_dev_ioc_backing_close(self.device.as_raw_fd(), &raw const self.id) };
+        if let Err(e) = closed {
+            eprintln!("lockref-fuse: a backing was not closed: {e}");
         }
     }
 }

@@ -138,16 +138,6 @@ pub(crate) struct Caller {
     pub(crate) pid: u32,
 }
 
-impl Caller {
-    pub(crate) fn of(req: &fuser::Request) -> Self {
-        Caller {
-            uid: req.uid(),
-            gid: req.gid(),
-            pid: req.pid(),
-        }
-    }
-}
-
 /// A caller's region: the host calls made while it lives act for the
 /// caller. Its drop ends the region, not the identity: the thread keeps
 /// the caller's until another is needed (see the module's text). Nothing

@@ -8,10 +8,7 @@ use std::sync::atomic::Ordering;
 
 use std::time::Duration;
 
-use fuser::{
-    Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, ReplyDirectory,
-    ReplyDirectoryPlus,
-};
+use fuser::{Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo};
 use nix::fcntl::AtFlags;
 
 use crate::creds::Caller;
@@ -20,8 +17,7 @@ use crate::handles::{DirStream, Open};
 use crate::host::{self, errno};
 use crate::table::{InodeTable, ROOT_ID};
 
-/// Where a `READDIR` page goes: fuser's reply, or a ring entry's
-/// (`uring/dispatch.rs`).
+/// Where a `READDIR` page goes: the reply being written (`answer.rs`).
 pub(crate) trait DirPage {
     /// Adds an entry; `true` if the page is full (this entry not added).
     fn add(&mut self, ino: INodeNo, offset: u64, kind: FileType, name: &OsStr) -> bool;
@@ -39,25 +35,6 @@ pub(crate) trait DirPlusPage {
         attr: &FileAttr,
         generation: Generation,
     ) -> bool;
-}
-
-impl DirPage for ReplyDirectory {
-    fn add(&mut self, ino: INodeNo, offset: u64, kind: FileType, name: &OsStr) -> bool {
-        ReplyDirectory::add(self, ino, offset, kind, name)
-    }
-}
-
-impl DirPlusPage for ReplyDirectoryPlus {
-    fn add(
-        &mut self,
-        offset: u64,
-        name: &OsStr,
-        ttl: &Duration,
-        attr: &FileAttr,
-        generation: Generation,
-    ) -> bool {
-        ReplyDirectoryPlus::add(self, attr.ino, offset, name, ttl, attr, generation)
-    }
 }
 
 impl<T: InodeTable> Passthrough<T> {

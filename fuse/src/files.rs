@@ -19,10 +19,6 @@ use crate::handles::Open;
 use crate::host::{self, check_name, errno, stat_fd};
 use crate::table::InodeTable;
 
-/// The largest read served: FUSE's own bound (256 pages of 4 KiB), for a
-/// request whose size field says more.
-const MAX_READ: u32 = 1 << 20;
-
 impl<T: InodeTable> Passthrough<T> {
     /// `OPEN`: the handle, and the inode's passthrough backing if the
     /// kernel is to read and write the host file itself (`backing.rs`
@@ -99,28 +95,33 @@ impl<T: InodeTable> Passthrough<T> {
             })
     }
 
-    pub(crate) fn do_read(&self, fh: FileHandle, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+    /// `READ`: one host read at `offset` into `buf` (the reply's payload,
+    /// not zeroed first; the caller bounds it by the request's size and
+    /// the reply's room), returning the bytes read. A short read is the
+    /// end of the file, as the host says it: the handle is a regular
+    /// file's (the kernel keeps FIFOs and devices to itself), whose host
+    /// read returns less only there.
+    pub(crate) fn do_read_into(
+        &self,
+        fh: FileHandle,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<usize, Errno> {
         // Relaxed: a counter for tests and reports.
         self.reads.fetch_add(1, Ordering::Relaxed);
         let h = self.handles.file(fh)?;
         let Open::File(f, _) = &h.open else {
             return Err(Errno::EISDIR);
         };
-        // Untrusted numbers: no offset the host cannot take, and no
-        // buffer larger than any read the kernel can send.
+        // Untrusted numbers: no offset the host cannot take.
         i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
-        let mut buf = vec![0; size.min(MAX_READ) as usize];
-        let mut filled = 0;
-        while filled < buf.len() {
-            match f.read_at(&mut buf[filled..], offset.saturating_add(filled as u64)) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
+        loop {
+            match f.read_at(buf, offset) {
+                Ok(n) => return Ok(n),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.into()),
             }
         }
-        buf.truncate(filled);
-        Ok(buf)
     }
 
     pub(crate) fn do_write(&self, fh: FileHandle, offset: u64, data: &[u8]) -> Result<u32, Errno> {

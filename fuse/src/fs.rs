@@ -7,8 +7,9 @@
 //! into the bounded cache: [`Live`]) with `*at` system calls on checked
 //! single names, so nothing
 //! outside the mirrored directory is reachable. Requests run with the
-//! caller's filesystem credentials (`creds.rs`). The fuser glue is in
-//! `server.rs`.
+//! caller's filesystem credentials (`creds.rs`). Requests reach these
+//! operations through the one dispatcher (`dispatch.rs`), from either
+//! transport (`dev/`, `uring/`).
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;

@@ -19,7 +19,9 @@
 //! side by side.
 //!
 //! The server (everything but the two tables and the request mix) and its
-//! dependencies (fuser, nix, libc, clap) are the default feature `server`;
+//! dependencies (nix, libc, clap, and fuser for its types: the request
+//! path, the mount and `INIT` are the server's own) are the default
+//! feature `server`;
 //! the harness builds the crate without it.
 //!
 //! | piece | file |
@@ -37,7 +39,11 @@
 //! | `OPEN`, `CREATE`, `READ`, `WRITE`, `FLUSH`, `FSYNC`, `RELEASE` | `files.rs` |
 //! | kernel passthrough of open files (on by default, registered as an ordinary user), each open inode's I/O mode | `backing.rs` |
 //! | `OPENDIR`, `READDIR`, `READDIRPLUS`, `FSYNCDIR` | `dirs.rs` |
-//! | the fuser `Filesystem`: each request to its operation, the result as the reply, [`Server`] | `server.rs` |
+//! | the FUSE wire format of both transports: a request's parts, a reply | `wire/` |
+//! | the one dispatcher: each request's operation, whichever transport | `dispatch.rs` |
+//! | a decided request's reply, written for its transport | `answer.rs` |
+//! | a request served in its user's turn, on either transport | `turns.rs` |
+//! | the `/dev/fuse` transport: `INIT`, the serving threads, `fusermount3` | `dev/` |
 //! | open file and directory handles | `handles.rs` |
 //! | the caller's credentials per request | `creds.rs` |
 //! | mount options, [`mount::spawn`], [`mount::serve`] | `mount.rs` |
@@ -56,9 +62,11 @@
 //! | fallocate, `SEEK_DATA`/`SEEK_HOLE`, copy_file_range | `ranges.rs` |
 //! | [`RequestMix`], [`HotInode`]: the tables' share of requests, for measurements | `workload.rs` |
 //! | each user's share of the serving threads, a lone user's turns in one word | `shares/` |
-//! | FUSE over io_uring: the rings, their threads and watchdog, the wire format | `uring/` |
+//! | FUSE over io_uring: the rings, their threads and watchdog | `uring/` |
 //! | fault hooks for the tests (feature `testing`) | `fault.rs` |
 
+#[cfg(feature = "server")]
+mod answer;
 #[cfg(feature = "server")]
 mod attrs;
 #[cfg(feature = "server")]
@@ -69,7 +77,11 @@ mod dashmap_inodes;
 #[cfg(feature = "server")]
 mod descriptors;
 #[cfg(feature = "server")]
+mod dev;
+#[cfg(feature = "server")]
 mod dirs;
+#[cfg(feature = "server")]
+mod dispatch;
 #[cfg(feature = "testing")]
 mod fault;
 #[cfg(feature = "server")]
@@ -102,8 +114,6 @@ mod reports;
 #[cfg(feature = "server")]
 mod root_alias;
 #[cfg(feature = "server")]
-mod server;
-#[cfg(feature = "server")]
 mod shares;
 mod slot_hints;
 #[cfg(feature = "server")]
@@ -112,10 +122,14 @@ mod table;
 #[cfg(feature = "server")]
 mod trim;
 #[cfg(feature = "server")]
+mod turns;
+#[cfg(feature = "server")]
 mod umask;
 #[cfg(feature = "server")]
 mod uring;
 mod virtiofsd_inodes;
+#[cfg(feature = "server")]
+mod wire;
 mod workload;
 #[cfg(feature = "server")]
 mod xattr;
@@ -134,7 +148,6 @@ pub use crate::options::{HostInodes, Options, DEFAULT_TTL};
 #[cfg(feature = "server")]
 pub use crate::root_alias::{ROOT_ALIAS_ID, ROOT_ALIAS_NAME};
 #[cfg(feature = "server")]
-pub use crate::server::Server;
 pub use crate::table::{ForgetError, InodeData, InodeTable, Key, ROOT_ID};
 pub use crate::virtiofsd_inodes::{VirtiofsdInode, VirtiofsdTable};
 pub use crate::workload::{HotInode, RequestMix};

@@ -97,9 +97,9 @@ struct Args {
     no_root_alias: bool,
     /// Serve requests through FUSE over io_uring (Linux 6.14+ with the
     /// fuse module's enable_uring=1; a server that is root): a ring per
-    /// CPU, each request answered on the CPU that made it. Opens answered
-    /// on a ring get no kernel passthrough. Where the kernel offers no
-    /// io_uring, /dev/fuse serves
+    /// CPU, each request answered on the CPU that made it (opens answered
+    /// on a ring get kernel passthrough as any other). Where the kernel
+    /// offers no io_uring, /dev/fuse serves
     #[arg(long)]
     io_uring: bool,
 }

@@ -2,16 +2,16 @@
 //! benchmark share.
 
 use std::io;
-use std::os::fd::AsRawFd;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use nix::mount::{umount, umount2, MntFlags};
 
+use crate::dev::{self, Serving};
 use crate::fs::Passthrough;
 use crate::root_alias;
-use crate::server::Server;
 use crate::sweep::Sweeper;
 use crate::table::InodeTable;
 use crate::uring::Rings;
@@ -40,8 +40,7 @@ pub struct MountConfig {
     /// on the CPU that made it. Takes a server that is root (it mounts
     /// the device itself); where the kernel offers no io_uring,
     /// `/dev/fuse` serves as without it ([`Mounted::ring_requests`] stays
-    /// 0). Kernel passthrough is not registered for opens answered on a
-    /// ring.
+    /// 0). Opens answered on a ring get kernel passthrough as any other.
     pub io_uring: bool,
 }
 
@@ -58,20 +57,21 @@ impl Default for MountConfig {
 }
 
 impl MountConfig {
-    /// fuser's configuration: `default_permissions` always (the kernel
-    /// checks permissions from the attributes), `allow_other` if asked.
-    pub fn fuser(&self) -> fuser::Config {
-        let mut config = fuser::Config::default();
-        config.mount_options = vec![
-            fuser::MountOption::FSName(self.fsname.clone()),
-            fuser::MountOption::DefaultPermissions,
-        ];
+    /// The mount's options for `fusermount3` (an ordinary user's mount):
+    /// the source name, `default_permissions` always (the kernel checks
+    /// permissions from the attributes), `allow_other` if asked.
+    fn helper_options(&self) -> String {
+        let mut options = format!("fsname={},default_permissions", self.fsname);
         if self.allow_other {
-            config.acl = fuser::SessionACL::All;
+            options.push_str(",allow_other");
         }
-        config.n_threads = Some(self.threads.max(1) + 1);
-        config.clone_fd = true;
-        config
+        options
+    }
+
+    /// The serving threads: [`threads`](Self::threads) and the one more
+    /// that reads.
+    fn device_threads(&self) -> usize {
+        self.threads.max(1) + 1
     }
 }
 
@@ -132,21 +132,35 @@ pub fn reserve_descriptor_table(highest: usize) -> io::Result<usize> {
 /// ([`Mounted::umount_and_join`], or by anyone: [`Mounted::join`]) or
 /// dropped (then detached).
 pub struct Mounted {
-    session: Option<fuser::BackgroundSession>,
-    /// The io_uring rings serving beside fuser's threads, if any.
-    rings: Option<Rings>,
-    /// Whether the device was mounted here (for the rings), not by fuser:
-    /// then fuser's session does not unmount it.
-    own_mount: bool,
+    /// The serving threads and rings, until they are joined.
+    connection: Option<Connection>,
     mountpoint: PathBuf,
     /// Where the server was mounted before it was shown through the root's
-    /// alias: an empty directory, removed once the session ends.
+    /// alias: an empty directory, removed once the connection ends.
     private: Option<PathBuf>,
-    /// fuser's threads: the serving threads and the one more that reads.
-    fuser_threads: usize,
     /// Closes cached descriptors of files deleted on the host; stopped
-    /// and joined when this is dropped (after the session ends).
+    /// and joined when this is dropped (after the connection ends).
     _sweeper: Sweeper,
+}
+
+/// A mounted connection's serving threads and rings.
+struct Connection {
+    serving: Serving,
+    /// The io_uring rings serving beside the `/dev/fuse` threads, if any.
+    rings: Option<Rings>,
+    /// Mounted by `fusermount3` (an ordinary user's server), which
+    /// unmounts it too.
+    by_helper: bool,
+}
+
+impl Connection {
+    fn join(self) -> io::Result<()> {
+        let joined = self.serving.join();
+        if let Some(rings) = self.rings {
+            rings.join();
+        }
+        joined
+    }
 }
 
 impl Mounted {
@@ -157,12 +171,13 @@ impl Mounted {
     /// The unmount's (the share is busy: then it is detached when this
     /// is dropped), or the serving threads'.
     pub fn umount_and_join(mut self) -> io::Result<()> {
-        if self.private.is_none() && !self.own_mount {
-            let session = self.session.take().expect("a session until it ends");
-            return session.umount_and_join();
+        let by_helper = self.connection.as_ref().is_some_and(|c| c.by_helper);
+        if by_helper {
+            dev::fusermount_unmount(&self.mountpoint)?;
+        } else {
+            umount(&self.mountpoint)?;
         }
-        umount(&self.mountpoint)?;
-        self.join_session()
+        self.join_connection()
     }
 
     /// Waits until the share is unmounted (by anyone) and the serving
@@ -172,17 +187,15 @@ impl Mounted {
     ///
     /// The serving threads'.
     pub fn join(mut self) -> io::Result<()> {
-        self.join_session()
+        self.join_connection()
     }
 
-    fn join_session(&mut self) -> io::Result<()> {
-        let session = self.session.take().expect("a session until it ends");
-        // With the alias, fuser's own unmount of the private directory at
-        // its end finds nothing mounted there (`EINVAL`, logged).
-        let joined = session.join();
-        if let Some(rings) = self.rings.take() {
-            rings.join();
-        }
+    fn join_connection(&mut self) -> io::Result<()> {
+        let joined = self
+            .connection
+            .take()
+            .expect("a connection until it ends")
+            .join();
         self.remove_private();
         joined
     }
@@ -190,22 +203,28 @@ impl Mounted {
     /// Requests answered through the io_uring rings so far (0 without
     /// them, [`MountConfig::io_uring`]).
     pub fn ring_requests(&self) -> u64 {
-        self.rings.as_ref().map_or(0, Rings::served)
+        self.rings().map_or(0, Rings::served)
     }
 
     /// The io_uring entries registered with the kernel (or being
     /// answered), and the entries made: equal while every registration went
     /// through ((0, 0) without rings).
     pub fn ring_entries(&self) -> (usize, usize) {
-        self.rings.as_ref().map_or((0, 0), Rings::entries)
+        self.rings().map_or((0, 0), Rings::entries)
     }
 
-    /// The most threads that may ever serve this mount's requests: fuser's
-    /// and, with rings, every queue's at their most. Each keeps the last
-    /// caller's identity (`creds.rs`), so this bounds the switches back
-    /// that callers left behind.
+    fn rings(&self) -> Option<&Rings> {
+        self.connection.as_ref()?.rings.as_ref()
+    }
+
+    /// The most threads that may ever serve this mount's requests: the
+    /// `/dev/fuse` threads and, with rings, every queue's at their most.
+    /// Each keeps the last caller's identity (`creds.rs`), so this bounds
+    /// the switches back that callers left behind.
     pub fn most_serving_threads(&self) -> usize {
-        self.fuser_threads + self.rings.as_ref().map_or(0, Rings::most_threads)
+        self.connection.as_ref().map_or(0, |c| {
+            c.serving.threads() + c.rings.as_ref().map_or(0, Rings::most_threads)
+        })
     }
 
     fn remove_private(&mut self) {
@@ -217,17 +236,15 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        if let Some(session) = self.session.take() {
-            if self.private.is_some() || self.own_mount {
-                // The bind (or our own mount) is the connection's last
-                // mount: detached, it ends the connection once no one uses
-                // it.
+        if let Some(connection) = self.connection.take() {
+            // The mount (or the alias's bind) is the connection's last:
+            // detached, it ends the connection once no one uses it, and
+            // the serving threads and rings with it (not waited for here).
+            if connection.by_helper {
+                let _ = dev::fusermount_unmount(&self.mountpoint);
+            } else {
                 let _ = umount2(&self.mountpoint, MntFlags::MNT_DETACH);
             }
-            // Otherwise fuser's session unmounts on drop.
-            drop(session);
-            // The rings end with the connection; not waited for here.
-            drop(self.rings.take());
         }
         self.remove_private();
     }
@@ -259,23 +276,20 @@ pub fn spawn<T: InodeTable>(
         ));
     }
     if !(config.root_alias && fs.server_is_root) {
-        let (session, rings) = start(fs, mountpoint, config)?;
+        let connection = start(fs, mountpoint, config)?;
         return Ok(Mounted {
-            session: Some(session),
-            rings,
-            own_mount: config.io_uring,
+            connection: Some(connection),
             mountpoint: mountpoint.to_owned(),
             private: None,
-            fuser_threads: config.threads.max(1) + 1,
             _sweeper: sweeper,
         });
     }
     let private = root_alias::private_mountpoint()?;
     // Relaxed: set before the mount, whose requests come after.
     fs.root_alias.store(true, Ordering::Relaxed);
-    // fuser's mount answers `INIT` before it returns: the alias's inode,
-    // made after, has its ACL cached.
-    let (session, rings) = match start(fs, &private, config) {
+    // `INIT` is answered before `start` returns: the alias's inode, made
+    // after, has its ACL cached.
+    let connection = match start(fs, &private, config) {
         Ok(started) => started,
         Err(e) => {
             let _ = std::fs::remove_dir(&private);
@@ -285,85 +299,64 @@ pub fn spawn<T: InodeTable>(
     if let Err(e) = root_alias::show(&private, mountpoint) {
         // Nothing mounted is left; the serving threads end with the
         // connection.
-        if config.io_uring {
-            let _ = umount2(&private, MntFlags::MNT_DETACH);
-        }
-        drop(session);
-        drop(rings);
+        let _ = umount2(&private, MntFlags::MNT_DETACH);
+        drop(connection);
         let _ = std::fs::remove_dir(&private);
         return Err(e);
     }
     Ok(Mounted {
-        session: Some(session),
-        rings,
-        own_mount: config.io_uring,
+        connection: Some(connection),
         mountpoint: mountpoint.to_owned(),
         private: Some(private),
-        fuser_threads: config.threads.max(1) + 1,
         _sweeper: sweeper,
     })
 }
 
-/// Mounts `fs` at `at` and starts serving it, `INIT` answered: by fuser's
-/// mount, or with [`MountConfig::io_uring`] by a mount of our own device
-/// (whose descriptor the rings need), served by fuser's threads and the
-/// rings the kernel took at `INIT`.
+/// Mounts `fs` at `at` and starts serving it, `INIT` answered: by a mount
+/// of our own where the server is root, else by `fusermount3`; served by
+/// the `/dev/fuse` threads and, with [`MountConfig::io_uring`], the rings
+/// the kernel took at `INIT`.
 fn start<T: InodeTable>(
     fs: Arc<Passthrough<T>>,
     at: &Path,
     config: &MountConfig,
-) -> io::Result<(fuser::BackgroundSession, Option<Rings>)> {
-    if !config.io_uring {
-        return Ok((fuser::spawn_mount(Server(fs), at, &config.fuser())?, None));
-    }
-    let dev = nix::fcntl::open(
-        "/dev/fuse",
-        nix::fcntl::OFlag::O_RDWR | nix::fcntl::OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )?;
-    let mut data = format!(
-        "fd={},rootmode=40000,user_id={},group_id={},default_permissions",
-        dev.as_raw_fd(),
-        nix::unistd::geteuid(),
-        nix::unistd::getegid(),
-    );
-    if config.allow_other {
-        data.push_str(",allow_other");
-    }
-    nix::mount::mount(
-        Some(config.fsname.as_str()),
-        at,
-        Some("fuse"),
-        nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
-        Some(data.as_str()),
-    )?;
-    // Relaxed: set before `INIT`, which fuser answers on this thread.
-    fs.rings_asked.store(true, Ordering::Relaxed);
+) -> io::Result<Connection> {
+    let by_helper = !fs.server_is_root;
+    let dev = if by_helper {
+        dev::fusermount(at, &config.helper_options())?
+    } else {
+        dev::mount_device(at, &config.fsname, config.allow_other)?
+    };
+    let unmount = || {
+        if by_helper {
+            let _ = dev::fusermount_unmount(at);
+        } else {
+            let _ = umount2(at, MntFlags::MNT_DETACH);
+        }
+    };
+    // Relaxed: read by `INIT`, answered below on this thread.
+    fs.rings_asked.store(config.io_uring, Ordering::Relaxed);
     let dev = Arc::new(dev);
     // Backings are registered on it, whichever transport an open takes.
     let _ = fs.device.set(dev.clone());
-    let fuser_config = config.fuser();
-    let acl = fuser_config.acl;
-    let session = fuser::Session::from_fd(Server(fs.clone()), dev.try_clone()?, acl, fuser_config)
-        .inspect_err(|_| {
-            let _ = umount2(at, MntFlags::MNT_DETACH);
-        })?;
+    dev::answer_init(&fs, &dev).inspect_err(|_| unmount())?;
     // Relaxed: stored while `INIT` was answered, on this thread.
-    let rings = if fs.rings_offered.load(Ordering::Relaxed) {
-        Rings::start(fs, &dev, config.threads.max(1))
+    let rings = if !config.io_uring {
+        None
+    } else if fs.rings_offered.load(Ordering::Relaxed) {
+        Rings::start(fs.clone(), &dev, config.threads.max(1))
             .inspect_err(|e| eprintln!("lockref-fuse: no io_uring rings ({e}): /dev/fuse serves"))
             .ok()
     } else {
         eprintln!("lockref-fuse: the kernel offers no FUSE over io_uring: /dev/fuse serves");
         None
     };
-    match session.spawn() {
-        Ok(session) => Ok((session, rings)),
-        Err(e) => {
-            let _ = umount2(at, MntFlags::MNT_DETACH);
-            Err(e)
-        }
-    }
+    let serving = Serving::start(&fs, &dev, config.device_threads()).inspect_err(|_| unmount())?;
+    Ok(Connection {
+        serving,
+        rings,
+        by_helper,
+    })
 }
 
 /// Mounts `fs` at `mountpoint` as [`spawn`] does and serves it until it

@@ -4,7 +4,7 @@
 
 use std::cell::UnsafeCell;
 
-use super::wire::HEADER_LEN;
+use crate::wire::HEADER_LEN;
 
 /// One entry's buffers, shared with the kernel.
 pub(super) struct Entry {

@@ -4,30 +4,25 @@
 //! takes a `read` to fetch and a `writev` to answer, and wakes whichever
 //! serving thread waited longest, often on another CPU.
 //!
-//! fuser serves `INIT` (with `FUSE_OVER_IO_URING` asked for), then
-//! [`Rings::start`] registers [`queue::DEPTH`] entries per CPU; once every
-//! queue has one, the kernel sends every request but `FORGET`,
-//! `BATCH_FORGET` and `INTERRUPT` (and those already read) through them,
-//! and fuser's threads serve those. Each ring request is answered by the
-//! same [`Passthrough`](crate::fs::Passthrough) operations as fuser's
-//! (`dispatch.rs`), in its user's turn (`shares/`).
-//!
-//! Not yet through the rings: kernel passthrough. An open answered on a
-//! ring registers no backing, so its reads and writes come to the server
-//! (`backing.rs` registers through fuser's reply, which a ring request
-//! has none of).
+//! The `/dev/fuse` loop (`dev/`) answers `INIT` (with `FUSE_OVER_IO_URING`
+//! asked for), then [`Rings::start`] registers [`queue::DEPTH`] entries per
+//! CPU; once every queue has one, the kernel sends every request but
+//! `FORGET`, `BATCH_FORGET` and `INTERRUPT` (and those already read)
+//! through them, and the `/dev/fuse` threads serve those. A ring request
+//! is decoded and answered as a `/dev/fuse` one (`wire/`, `dispatch.rs`,
+//! `answer.rs`), in its user's turn (`turns.rs`); an open answered on a
+//! ring registers its backing on the connection's device as any other, so
+//! kernel passthrough works through the rings too.
 //!
 //! Where the kernel offers no io_uring (`enable_uring` off, or a kernel
-//! before 6.14) or refuses the entries, no ring is used and fuser serves
-//! every request, as without `--io-uring`.
+//! before 6.14) or refuses the entries, no ring is used and the
+//! `/dev/fuse` threads serve every request, as without `--io-uring`.
 
 mod crew;
-mod dispatch;
 mod entry;
 mod queue;
 mod threads;
 mod watchdog;
-mod wire;
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -37,11 +32,7 @@ use std::sync::Arc;
 use crate::fs::Passthrough;
 use crate::table::InodeTable;
 
-/// The largest `WRITE` (and so the payload buffer) asked for at `INIT`
-/// when rings will serve: each entry's payload buffer must hold the
-/// largest request, and fuser's default (16 MiB) would take 16 MiB per
-/// entry. The kernel's own cap (256 pages) is 1 MiB too.
-pub(crate) const MAX_WRITE: u32 = 1 << 20;
+pub(crate) use crate::dev::MAX_WRITE;
 
 /// The running rings of a mount.
 pub(crate) struct Rings {

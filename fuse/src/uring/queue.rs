@@ -30,11 +30,11 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 
 use super::crew::Crew;
-use super::dispatch::answer;
 use super::entry::Entry;
-use super::wire::{command, CMD_COMMIT_AND_FETCH, CMD_REGISTER};
+use crate::answer::answer_ring;
 use crate::fs::Passthrough;
 use crate::table::InodeTable;
+use crate::wire::{command, CMD_COMMIT_AND_FETCH, CMD_REGISTER};
 
 pub(crate) use super::threads::start;
 
@@ -199,7 +199,7 @@ impl<T: InodeTable> Shared<T> {
         // are this thread's until the commit below (the module's text); the
         // two do not overlap.
         let (header, payload) = unsafe { (&mut *entry.header, &mut *entry.payload) };
-        let commit_id = answer(&self.fs, header, payload);
+        let commit_id = answer_ring(&self.fs, header, payload);
         // Relaxed: counters, for the watchdog and reports.
         queue.answered.fetch_add(1, Ordering::Relaxed);
         self.served.fetch_add(1, Ordering::Relaxed);

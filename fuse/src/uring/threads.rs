@@ -15,13 +15,13 @@ use std::sync::{Arc, TryLockError};
 
 use io_uring::cqueue;
 
-use super::dispatch::caller;
 use super::queue::{arm_wake, lock, register, Shared, HOME, WAKE};
 use super::watchdog::watch;
-use super::wire::Request;
+use crate::dispatch::caller;
 use crate::fs::Waiting;
-use crate::server::serve_waiting;
 use crate::table::InodeTable;
+use crate::turns::in_turn;
+use crate::wire::Request;
 
 /// Starts the rings' threads: one per queue, which registers its entries,
 /// and the watchdog.
@@ -183,29 +183,24 @@ fn reap<T: InodeTable>(shared: &Shared<T>, qid: u16) -> Option<(u64, i32)> {
     }
 }
 
-/// Answers entry `index` of queue `qid` in its user's turn (as
-/// `server.rs`'s `in_turn!`): at once, or on the thread that ends a turn
-/// when this user's comes.
+/// Answers entry `index` of queue `qid` in its user's turn
+/// (`turns.rs`).
 fn serve<T: InodeTable>(shared: &Arc<Shared<T>>, qid: u16, index: usize) {
     let entry = &shared.queues[usize::from(qid)].entries[index];
     // SAFETY: as in `Shared::answer`: the entry is this thread's; only its
     // header is read, and the reference ends here.
     let uid = caller(&Request::in_header_of(unsafe { &*entry.header })).uid;
-    let fs = &shared.fs;
-    match fs.shares.admit(uid) {
-        Some(turn) => {
-            shared.answer(qid, index);
-            serve_waiting(fs, turn);
-        }
-        None => {
+    in_turn(
+        &shared.fs,
+        uid,
+        (),
+        |()| shared.answer(qid, index),
+        |()| {
             let held = shared.clone();
             let waiting: Waiting<T> = Box::new(move |_| held.answer(qid, index));
-            if let Some((turn, request)) = fs.shares.wait(uid, waiting) {
-                request(fs);
-                serve_waiting(fs, turn);
-            }
-        }
-    }
+            waiting
+        },
+    );
 }
 
 /// Keeps this thread on CPU `cpu`, where the kernel queues the requests

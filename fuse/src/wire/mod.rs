@@ -1,11 +1,15 @@
-//! The FUSE wire format of a ring entry: what the kernel writes into an
-//! entry's header and payload buffers (`fuse_in_header` in `in_out`, the
-//! operation's fixed arguments in `op_in`, names and data in the payload)
-//! and what a reply writes back (`fuse_out_header` in `in_out`, every
-//! output argument in the payload, its length in `ring_ent_in_out`).
-//! Layouts from the kernel's `include/uapi/linux/fuse.h`; every field is
-//! read and written by offset, in native byte order, so no struct of ours
-//! has to match the kernel's padding.
+//! The FUSE wire format, one for both transports: a request's
+//! `fuse_in_header`, its operation's fixed arguments and its payload
+//! ([`Request`]), and a reply's output arguments and `fuse_out_header`
+//! ([`Reply`]). A `/dev/fuse` read gives the three parts of a request one
+//! after the other, and a reply is written as its header then its
+//! payload; a ring entry has `fuse_in_header` in `in_out`, the fixed
+//! arguments in `op_in` and the rest in the payload buffer, and its reply
+//! puts `fuse_out_header` in `in_out` and the payload's length in
+//! `ring_ent_in_out`. Layouts from the kernel's
+//! `include/uapi/linux/fuse.h`; every field is read and written by offset,
+//! in native byte order, so no struct of ours has to match the kernel's
+//! padding.
 
 mod reply;
 mod request;
@@ -14,6 +18,9 @@ mod tests;
 
 pub(crate) use reply::{Overflow, Reply};
 pub(crate) use request::{time, InHeader, Malformed, OpIn, Payload, Request};
+
+/// `sizeof(struct fuse_in_header)`.
+pub(crate) const IN_HEADER_LEN: usize = 40;
 
 /// `fuse_uring_req_header`: `in_out` (128 bytes), `op_in` (128), then
 /// `fuse_uring_ent_in_out` (32).
@@ -25,7 +32,7 @@ pub(super) const COMMIT_ID: usize = 256 + 8;
 /// `fuse_uring_ent_in_out.payload_sz`.
 pub(super) const PAYLOAD_SZ: usize = 256 + 16;
 /// `sizeof(struct fuse_out_header)`.
-pub(super) const OUT_HEADER_LEN: u32 = 16;
+pub(crate) const OUT_HEADER_LEN: usize = 16;
 
 /// `FUSE_IO_URING_CMD_REGISTER`: an entry's buffers given to the kernel,
 /// which fills them with the next request of the entry's queue.
@@ -43,10 +50,12 @@ pub(crate) fn command(commit_id: u64, qid: u16) -> [u8; 80] {
     cmd
 }
 
-/// The operation codes (`enum fuse_opcode`) a ring can carry.
+/// The operation codes (`enum fuse_opcode`) served. `FORGET`,
+/// `BATCH_FORGET`, `INTERRUPT` and `INIT` come only through `/dev/fuse`.
 #[allow(missing_docs)]
 pub(crate) mod op {
     pub const LOOKUP: u32 = 1;
+    pub const FORGET: u32 = 2;
     pub const GETATTR: u32 = 3;
     pub const SETATTR: u32 = 4;
     pub const READLINK: u32 = 5;
@@ -68,13 +77,16 @@ pub(crate) mod op {
     pub const LISTXATTR: u32 = 23;
     pub const REMOVEXATTR: u32 = 24;
     pub const FLUSH: u32 = 25;
+    pub const INIT: u32 = 26;
     pub const OPENDIR: u32 = 27;
     pub const READDIR: u32 = 28;
     pub const RELEASEDIR: u32 = 29;
     pub const FSYNCDIR: u32 = 30;
     pub const ACCESS: u32 = 34;
     pub const CREATE: u32 = 35;
+    pub const INTERRUPT: u32 = 36;
     pub const DESTROY: u32 = 38;
+    pub const BATCH_FORGET: u32 = 42;
     pub const FALLOCATE: u32 = 43;
     pub const READDIRPLUS: u32 = 44;
     pub const RENAME2: u32 = 45;
@@ -103,4 +115,10 @@ pub(super) fn u32_at(b: &[u8], at: usize) -> u32 {
 
 pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_ne_bytes(b[at..at + 8].try_into().expect("eight bytes"))
+}
+
+/// The `unique` of a `/dev/fuse` request, if it is long enough to have
+/// one.
+pub(crate) fn unique_of_device(read: &[u8]) -> Option<u64> {
+    read.get(..IN_HEADER_LEN).map(|h| u64_at(h, 8))
 }

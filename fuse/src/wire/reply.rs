@@ -1,6 +1,8 @@
-//! A reply written into a ring entry: the output arguments in the
-//! payload buffer, the `fuse_out_header` and the payload's length in the
-//! header buffer.
+//! A reply being written: the output arguments into a payload buffer,
+//! then the `fuse_out_header` for them. A `/dev/fuse` reply is the header
+//! and the payload in one write (the payload buffer starts
+//! [`OUT_HEADER_LEN`] bytes into the request's buffer); a ring entry's
+//! header goes into its header buffer, with the payload's length.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -10,27 +12,22 @@ use fuser::{FileAttr, FileType, FopenFlags, Generation, INodeNo};
 
 use super::{HEADER_LEN, OUT_HEADER_LEN, PAYLOAD_SZ};
 
-/// A reply being written into an entry: its header buffer and payload
-/// buffer, with the length written so far.
+/// A reply being written into a payload buffer, with the length written
+/// so far.
 pub(crate) struct Reply<'a> {
-    header: &'a mut [u8; HEADER_LEN],
     payload: &'a mut [u8],
     pub(super) len: usize,
 }
 
-/// A reply that does not fit the entry's payload buffer (the kernel sizes
+/// A reply that does not fit the payload buffer (the kernel sizes
 /// requests so that none does: a bug, answered `EIO`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Overflow;
 
 impl<'a> Reply<'a> {
-    /// An empty reply into `header` and `payload`.
-    pub(crate) fn new(header: &'a mut [u8; HEADER_LEN], payload: &'a mut [u8]) -> Self {
-        Reply {
-            header,
-            payload,
-            len: 0,
-        }
+    /// An empty reply into `payload`.
+    pub(crate) fn new(payload: &'a mut [u8]) -> Self {
+        Reply { payload, len: 0 }
     }
 
     /// The room left in the payload buffer.
@@ -46,6 +43,20 @@ impl<'a> Reply<'a> {
             .ok_or(Overflow)?
             .copy_from_slice(bytes);
         self.len = end;
+        Ok(())
+    }
+
+    /// Appends what `read` writes into the next `max` bytes of the payload
+    /// (fewer if there is less room), as it was left (not zeroed first):
+    /// `read` returns the bytes written.
+    pub(crate) fn fill<E>(
+        &mut self,
+        max: usize,
+        read: impl FnOnce(&mut [u8]) -> Result<usize, E>,
+    ) -> Result<(), E> {
+        let end = self.len + max.min(self.room());
+        let filled = read(&mut self.payload[self.len..end])?;
+        self.len += filled.min(end - self.len);
         Ok(())
     }
 
@@ -177,19 +188,34 @@ impl<'a> Reply<'a> {
         self.put(&[0u8; 8][..pad])
     }
 
-    /// Finishes the reply: `fuse_out_header` (`error`, negated errno or 0,
-    /// and the request's `unique`) and the payload's length.
-    pub(crate) fn finish(self, unique: u64, error: i32) {
+    /// Finishes the reply: its `fuse_out_header` (`error`, negated errno
+    /// or 0, and the request's `unique`) and the payload's length, none
+    /// for an error.
+    pub(crate) fn finish(self, unique: u64, error: i32) -> Finished {
         let len = if error == 0 { self.len } else { 0 };
-        let total = OUT_HEADER_LEN + u32::try_from(len).expect("a payload under 4 GiB");
-        self.header[0..4].copy_from_slice(&total.to_ne_bytes());
-        self.header[4..8].copy_from_slice(&(-error).to_ne_bytes());
-        self.header[8..16].copy_from_slice(&unique.to_ne_bytes());
-        self.header[PAYLOAD_SZ..PAYLOAD_SZ + 4].copy_from_slice(
-            &u32::try_from(len)
-                .expect("a payload under 4 GiB")
-                .to_ne_bytes(),
-        );
+        let total = u32::try_from(OUT_HEADER_LEN + len).expect("a payload under 4 GiB");
+        let mut header = [0u8; OUT_HEADER_LEN];
+        header[0..4].copy_from_slice(&total.to_ne_bytes());
+        header[4..8].copy_from_slice(&(-error).to_ne_bytes());
+        header[8..16].copy_from_slice(&unique.to_ne_bytes());
+        Finished { header, len }
+    }
+}
+
+/// A finished reply: the `fuse_out_header` to send before its payload, and
+/// the payload's length.
+pub(crate) struct Finished {
+    pub(crate) header: [u8; OUT_HEADER_LEN],
+    pub(crate) len: usize,
+}
+
+impl Finished {
+    /// Writes the reply's header into a ring entry's `header` buffer: the
+    /// `fuse_out_header` and the payload's length.
+    pub(crate) fn into_ring(self, header: &mut [u8; HEADER_LEN]) {
+        header[..self.header.len()].copy_from_slice(&self.header);
+        let len = u32::try_from(self.len).expect("a payload under 4 GiB");
+        header[PAYLOAD_SZ..PAYLOAD_SZ + 4].copy_from_slice(&len.to_ne_bytes());
     }
 }
 

@@ -36,7 +36,6 @@ fn header() -> Box<[u8; HEADER_LEN]> {
 /// a fixed-size reply of any other length (`fuse_copy_out_args`).
 #[test]
 fn replies_have_the_kernels_sizes() {
-    let mut h = header();
     let mut p = vec![0u8; 4096];
     let sizes: Vec<usize> = [
         |r: &mut Reply<'_>| r.put_entry(Duration::from_secs(1), &attr(9), Generation(0)),
@@ -46,7 +45,7 @@ fn replies_have_the_kernels_sizes() {
     ]
     .iter()
     .map(|put| {
-        let mut r = Reply::new(&mut h, &mut p);
+        let mut r = Reply::new(&mut p);
         put(&mut r).unwrap();
         r.len
     })
@@ -58,10 +57,10 @@ fn replies_have_the_kernels_sizes() {
 fn an_entry_carries_the_node_id_the_mode_and_the_timeout() {
     let mut h = header();
     let mut p = vec![0u8; 4096];
-    let mut r = Reply::new(&mut h, &mut p);
+    let mut r = Reply::new(&mut p);
     r.put_entry(Duration::new(2, 5), &attr(42), Generation(0))
         .unwrap();
-    r.finish(77, 0);
+    r.finish(77, 0).into_ring(&mut h);
     assert_eq!(u64_at(&p, 0), 42, "node id");
     assert_eq!((u64_at(&p, 16), u32_at(&p, 32)), (2, 5), "entry timeout");
     assert_eq!(u64_at(&p, 40), 42, "attr.ino");
@@ -77,9 +76,9 @@ fn an_entry_carries_the_node_id_the_mode_and_the_timeout() {
 fn an_error_reply_carries_the_negated_errno_and_no_payload() {
     let mut h = header();
     let mut p = vec![0u8; 64];
-    let mut r = Reply::new(&mut h, &mut p);
+    let mut r = Reply::new(&mut p);
     r.put_u64(1).unwrap();
-    r.finish(5, libc::ENOENT);
+    r.finish(5, libc::ENOENT).into_ring(&mut h);
     assert_eq!(u32_at(&h[..], 4) as i32, -libc::ENOENT);
     assert_eq!(u32_at(&h[..], PAYLOAD_SZ), 0);
     assert_eq!(u32_at(&h[..], 0), 16);
@@ -87,9 +86,8 @@ fn an_error_reply_carries_the_negated_errno_and_no_payload() {
 
 #[test]
 fn dirents_are_padded_to_eight_and_stop_at_the_page() {
-    let mut h = header();
     let mut p = vec![0u8; 4096];
-    let mut r = Reply::new(&mut h, &mut p);
+    let mut r = Reply::new(&mut p);
     let kind = FileType::RegularFile;
     assert!(r
         .put_dirent(64, INodeNo(1), 1, kind, OsStr::new("a"))
@@ -108,7 +106,7 @@ fn dirents_are_padded_to_eight_and_stop_at_the_page() {
     assert_eq!(u32_at(&p, 16), 1, "namelen");
     assert_eq!(u32_at(&p, 20), libc::S_IFREG >> 12, "type");
     assert_eq!(&p[24..32], b"a\0\0\0\0\0\0\0");
-    let mut r = Reply::new(&mut h, &mut p);
+    let mut r = Reply::new(&mut p);
     let at = attr(4);
     let plus = |r: &mut Reply<'_>| {
         r.put_direntplus(200, Duration::ZERO, &at, Generation(0), 9, OsStr::new("d"))
@@ -120,9 +118,8 @@ fn dirents_are_padded_to_eight_and_stop_at_the_page() {
 
 #[test]
 fn a_reply_past_the_payload_buffer_is_refused() {
-    let mut h = header();
     let mut p = vec![0u8; 100];
-    let mut r = Reply::new(&mut h, &mut p);
+    let mut r = Reply::new(&mut p);
     assert_eq!(r.put_attr_out(Duration::ZERO, &attr(1)), Err(Overflow));
 }
 
@@ -136,7 +133,7 @@ fn requests_are_read_within_what_the_kernel_filled() {
     h[COMMIT_ID..COMMIT_ID + 8].copy_from_slice(&33u64.to_ne_bytes());
     let payload = b"name\0rest\0garbage";
     h[PAYLOAD_SZ..PAYLOAD_SZ + 4].copy_from_slice(&10u32.to_ne_bytes());
-    let req = Request::new(&h, payload).unwrap();
+    let req = Request::from_ring(&h, payload).unwrap();
     let in_header = req.in_header();
     assert_eq!(
         (
@@ -158,7 +155,10 @@ fn requests_are_read_within_what_the_kernel_filled() {
         "no NUL within the filled part"
     );
     h[PAYLOAD_SZ..PAYLOAD_SZ + 4].copy_from_slice(&100u32.to_ne_bytes());
-    assert!(Request::new(&h, payload).is_err(), "filled past the buffer");
+    assert!(
+        Request::from_ring(&h, payload).is_err(),
+        "filled past the buffer"
+    );
 }
 
 #[test]
@@ -173,4 +173,73 @@ fn times_read_and_written_as_the_kernel_and_fuser_do() {
         UNIX_EPOCH - Duration::new(4, 750_000_000)
     );
     assert_eq!(command(5, 2)[8..18], [5, 0, 0, 0, 0, 0, 0, 0, 2, 0]);
+}
+
+/// A `/dev/fuse` read: the header, the operation's fixed arguments, the
+/// payload, one after the other; the header's length must be what was
+/// read, and the fixed arguments must be there whole.
+#[test]
+fn a_device_request_is_split_by_its_operations_arguments() {
+    let mut read = vec![0u8; IN_HEADER_LEN];
+    read[4..8].copy_from_slice(&op::MKDIR.to_ne_bytes());
+    read[8..16].copy_from_slice(&9u64.to_ne_bytes());
+    read[24..28].copy_from_slice(&1000u32.to_ne_bytes());
+    // `fuse_mkdir_in`: mode, umask.
+    read.extend_from_slice(&0o755u32.to_ne_bytes());
+    read.extend_from_slice(&0o022u32.to_ne_bytes());
+    read.extend_from_slice(b"dir\0");
+    let len = u32::try_from(read.len()).unwrap();
+    read[0..4].copy_from_slice(&len.to_ne_bytes());
+    let req = Request::from_device(&read).unwrap();
+    assert_eq!((req.in_header().unique, req.in_header().uid), (9, 1000));
+    assert_eq!((req.op_in().u32(0), req.op_in().u32(4)), (0o755, 0o022));
+    assert_eq!(req.payload().name().unwrap().0, "dir");
+    assert_eq!(unique_of_device(&read), Some(9));
+    assert!(
+        Request::from_device(&read[..read.len() - 1]).is_err(),
+        "shorter than its header says"
+    );
+    let mut short = read[..IN_HEADER_LEN + 4].to_vec();
+    let short_len = u32::try_from(short.len()).unwrap();
+    short[0..4].copy_from_slice(&short_len.to_ne_bytes());
+    assert_eq!(
+        Request::from_device(&short).err(),
+        Some(Malformed),
+        "fixed arguments cut short"
+    );
+    assert!(Request::from_device(&read[..IN_HEADER_LEN - 1]).is_err());
+    assert_eq!(unique_of_device(&read[..8]), None);
+}
+
+/// A field past the fixed arguments reads as 0, never out of bounds.
+#[test]
+fn a_field_past_the_arguments_reads_as_zero() {
+    let mut read = vec![0u8; IN_HEADER_LEN];
+    read[4..8].copy_from_slice(&op::LOOKUP.to_ne_bytes());
+    read.extend_from_slice(b"a\0");
+    let len = u32::try_from(read.len()).unwrap();
+    read[0..4].copy_from_slice(&len.to_ne_bytes());
+    let req = Request::from_device(&read).unwrap();
+    assert_eq!(req.op_in().u64(80), 0);
+}
+
+/// A read into the reply takes at most the room left and what was asked,
+/// and the reply is as long as what the read said it wrote.
+#[test]
+fn a_read_fills_the_reply_within_its_room() {
+    let mut p = vec![7u8; 64];
+    let mut r = Reply::new(&mut p);
+    r.put_u64(1).unwrap();
+    let mut offered = 0;
+    r.fill(1000, |buf| {
+        offered = buf.len();
+        buf[..5].copy_from_slice(b"hello");
+        Ok::<_, ()>(5)
+    })
+    .unwrap();
+    assert_eq!((offered, r.len), (56, 13), "the room, then what was read");
+    r.fill(2, |buf| Ok::<_, ()>(buf.len())).unwrap();
+    assert_eq!(r.len, 15, "no more than asked");
+    assert_eq!(r.fill(4, |_| Err("host")), Err("host"));
+    assert_eq!(r.len, 15, "a failed read adds nothing");
 }

@@ -1,33 +1,30 @@
-//! A ring entry's request answered: its arguments taken from the entry's
-//! buffers, the same [`Passthrough`] operation `server.rs` calls for
-//! fuser's, and the reply written back into the entry.
+//! The one dispatcher: a request's operation, decoded from its
+//! arguments (`wire/`) and done by [`Passthrough`], whichever transport
+//! brought it. Its answer is written as the reply by `answer.rs`.
 
-use std::ffi::OsStr;
 use std::io;
 use std::os::fd::BorrowedFd;
 use std::path::Path;
-use std::time::Duration;
 
 use fuser::{
-    AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, OpenFlags,
-    RenameFlags, TimeOrNow,
+    AccessFlags, Errno, FileAttr, FileHandle, FopenFlags, INodeNo, OpenFlags, RenameFlags,
+    TimeOrNow,
 };
 use nix::sys::statvfs::Statvfs;
 use nix::unistd::UnlinkatFlags;
 
-use super::wire::{fattr, op, time, InHeader, Malformed, OpIn, Overflow, Payload, Reply, Request};
+use crate::answer::{negative_entry, OPEN_FILE_FLAGS};
 use crate::attrs::SetAttr;
 use crate::backing::Backing;
 use crate::creds::Caller;
-use crate::dirs::{DirPage, DirPlusPage};
-use crate::fs::{Passthrough, GENERATION};
-use crate::server::{negative_entry, OPEN_FILE_FLAGS};
+use crate::fs::Passthrough;
 use crate::table::InodeTable;
+use crate::wire::{fattr, op, time, InHeader, OpIn, Payload, Request};
 use crate::xattr::XattrReply;
 
 /// What an operation answers, before it is written into the entry (the
 /// request's buffers are read until then, the reply overwrites them).
-enum Answer {
+pub(crate) enum Answer {
     Empty,
     Entry(FileAttr),
     Attr(FileAttr),
@@ -39,6 +36,13 @@ enum Answer {
     Statfs(Statvfs),
     XattrSize(u32),
     Offset(i64),
+    /// A `READ` of at most `size` bytes from this handle and offset, read
+    /// into the reply itself (one host read, no buffer of its own).
+    Read {
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+    },
     /// A directory page, listed from this handle and offset into the reply
     /// itself, at most `size` bytes; with attributes (`READDIRPLUS`) for
     /// this caller in this directory.
@@ -50,19 +54,7 @@ enum Answer {
     },
 }
 
-impl From<Malformed> for Errno {
-    fn from(_: Malformed) -> Self {
-        Errno::EINVAL
-    }
-}
-
-impl From<Overflow> for Errno {
-    fn from(_: Overflow) -> Self {
-        Errno::EIO
-    }
-}
-
-/// The caller of a ring request.
+/// The caller of a request.
 pub(crate) fn caller(h: &InHeader) -> Caller {
     Caller {
         uid: h.uid,
@@ -71,49 +63,28 @@ pub(crate) fn caller(h: &InHeader) -> Caller {
     }
 }
 
-/// Registers a backing for an open answered on a ring: on the device the
-/// server mounted (rings run only there).
+/// Registers a backing for an open: on the connection's device.
 fn register<T: InodeTable>(fs: &Passthrough<T>, fd: BorrowedFd<'_>) -> io::Result<Backing> {
     let device = fs.device.get().ok_or(io::ErrorKind::NotConnected)?;
     Backing::register(device, fd)
 }
 
-/// The `backing_id` an open's reply carries, if passthrough: only a
-/// [`Backing::Device`] is made for a ring's open (`register`).
-fn backing_id(backing: Option<&Backing>) -> Result<Option<u32>, Errno> {
-    match backing {
-        None => Ok(None),
-        Some(Backing::Device { id, .. }) => Ok(Some(*id)),
-        Some(Backing::Fuser(_)) => Err(Errno::EIO),
-    }
+/// The `backing_id` an open's reply carries, if passthrough.
+fn backing_id(backing: Option<&Backing>) -> Option<u32> {
+    backing.map(Backing::id)
 }
 
-/// Answers the request in `header` and `payload` (an entry's buffers,
-/// handed over by the kernel's completion) into the same buffers, and
-/// returns the id its commit names.
-pub(crate) fn answer<T: InodeTable>(
+/// The operation of `request`, done: what its reply is to carry, or its
+/// error.
+pub(crate) fn decide_request<T: InodeTable>(
     fs: &Passthrough<T>,
-    header: &mut [u8; super::wire::HEADER_LEN],
-    payload: &mut [u8],
-) -> u64 {
-    let unique = Request::unique_of(header);
-    let commit_id = Request::commit_id_of(header);
-    let answer = match Request::new(header, payload) {
-        Ok(req) => decide(fs, &req.in_header(), req.op_in(), req.payload()),
-        // A filled length past the buffer: nothing of it is read.
-        Err(Malformed) => Err(Errno::EIO),
-    };
-    let mut reply = Reply::new(header, payload);
-    let error = match answer.and_then(|a| write(fs, &mut reply, a)) {
-        Ok(()) => 0,
-        Err(e) => i32::from(e),
-    };
-    reply.finish(unique, error);
-    commit_id
+    request: &Request<'_>,
+) -> Result<Answer, Errno> {
+    decide(fs, &request.in_header(), request.op_in(), request.payload())
 }
 
 /// The operation `h.opcode` on its arguments.
-#[allow(clippy::too_many_lines)] // one arm per operation, as `server.rs`
+#[allow(clippy::too_many_lines)] // one arm per operation
 fn decide<T: InodeTable>(
     fs: &Passthrough<T>,
     h: &InHeader,
@@ -170,9 +141,14 @@ fn decide<T: InodeTable>(
             let (fh, backing) =
                 fs.do_open(caller, ino, OpenFlags(a.i32(0)), |fd| register(fs, fd))?;
             // The backing lives on in `Backings` while the file is open.
-            Answer::Open(fh, OPEN_FILE_FLAGS, backing_id(backing.as_deref())?)
+            Answer::Open(fh, OPEN_FILE_FLAGS, backing_id(backing.as_deref()))
         }
-        op::READ => Answer::Data(fs.do_read(FileHandle(a.u64(0)), a.u64(8), a.u32(16))?),
+        // Read by `answer.rs` straight into the reply.
+        op::READ => Answer::Read {
+            fh: FileHandle(a.u64(0)),
+            offset: a.u64(8),
+            size: a.u32(16),
+        },
         op::WRITE => {
             let data = p.bytes(a.u32(16) as usize)?;
             Answer::Written(fs.do_write(FileHandle(a.u64(0)), a.u64(8), data)?)
@@ -225,7 +201,7 @@ fn decide<T: InodeTable>(
             let (flags, mode, umask) = (a.i32(0), a.u32(4), a.u32(8));
             let (attr, fh, backing) =
                 fs.do_create(caller, ino, name, mode, umask, flags, |fd| register(fs, fd))?;
-            Answer::Created(attr, fh, backing_id(backing.as_deref())?)
+            Answer::Created(attr, fh, backing_id(backing.as_deref()))
         }
         op::FALLOCATE => {
             let (fh, offset, length) = (FileHandle(a.u64(0)), a.u64(8), a.u64(16));
@@ -247,13 +223,12 @@ fn decide<T: InodeTable>(
         }
         op::DESTROY => Answer::Empty,
         // Locks (`FUSE_POSIX_LOCKS` is not negotiated), ioctl, poll, bmap,
-        // tmpfile, statx, syncfs: not implemented, as fuser answers them
-        // for `server.rs`.
+        // tmpfile, statx, syncfs: not implemented.
         _ => return Err(Errno::ENOSYS),
     })
 }
 
-/// `fuse_setattr_in`'s fields, as fuser gives them to `server.rs`.
+/// `fuse_setattr_in`'s fields.
 fn set_attr(a: OpIn<'_>) -> SetAttr {
     let valid = a.u32(0);
     let when = |now, set, secs, nanos| {
@@ -282,113 +257,5 @@ fn xattr(x: XattrReply) -> Answer {
     match x {
         XattrReply::Size(n) => Answer::XattrSize(n),
         XattrReply::Data(v) => Answer::Data(v),
-    }
-}
-
-/// Writes `answer` into `reply`.
-fn write<T: InodeTable>(
-    fs: &Passthrough<T>,
-    reply: &mut Reply<'_>,
-    answer: Answer,
-) -> Result<(), Errno> {
-    let ttl = fs.ttl;
-    match answer {
-        Answer::Empty => {}
-        Answer::Entry(attr) => reply.put_entry(ttl, &attr, GENERATION)?,
-        Answer::Attr(attr) => reply.put_attr_out(ttl, &attr)?,
-        Answer::Data(data) => reply.put(&data)?,
-        Answer::Open(fh, flags, backing) => reply.put_open(fh.0, flags, backing)?,
-        Answer::Created(attr, fh, backing) => {
-            reply.put_entry(ttl, &attr, GENERATION)?;
-            reply.put_open(fh.0, OPEN_FILE_FLAGS, backing)?;
-        }
-        Answer::Written(n) => {
-            reply.put_u32(n)?;
-            reply.put_u32(0)?;
-        }
-        Answer::Statfs(s) => {
-            for v in [
-                s.blocks(),
-                s.blocks_free(),
-                s.blocks_available(),
-                s.files(),
-                s.files_free(),
-            ] {
-                reply.put_u64(v)?;
-            }
-            let bsize = u32::try_from(s.block_size()).unwrap_or(4096);
-            let namelen = u32::try_from(s.name_max()).unwrap_or(255);
-            let frsize = u32::try_from(s.fragment_size()).unwrap_or(4096);
-            for v in [bsize, namelen, frsize, 0, 0, 0, 0, 0, 0, 0] {
-                reply.put_u32(v)?;
-            }
-        }
-        Answer::XattrSize(n) => {
-            reply.put_u32(n)?;
-            reply.put_u32(0)?;
-        }
-        Answer::Offset(o) => reply.put_u64(o as u64)?,
-        Answer::Listing {
-            plus,
-            fh,
-            offset,
-            size,
-        } => {
-            let max = (size as usize).min(reply.room());
-            let mut page = Page {
-                reply,
-                max,
-                failed: None,
-            };
-            match plus {
-                Some((caller, dir)) => fs.do_readdirplus(&caller, dir, fh, offset, &mut page)?,
-                None => fs.do_readdir(fh, offset, &mut page)?,
-            }
-            if let Some(e) = page.failed {
-                return Err(e.into());
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A directory page written into a ring reply, at most `max` bytes.
-pub(crate) struct Page<'r, 'a> {
-    reply: &'r mut Reply<'a>,
-    max: usize,
-    failed: Option<Overflow>,
-}
-
-impl DirPage for Page<'_, '_> {
-    fn add(&mut self, ino: INodeNo, offset: u64, kind: FileType, name: &OsStr) -> bool {
-        match self.reply.put_dirent(self.max, ino, offset, kind, name) {
-            Ok(added) => !added,
-            Err(e) => {
-                self.failed = Some(e);
-                true
-            }
-        }
-    }
-}
-
-impl DirPlusPage for Page<'_, '_> {
-    fn add(
-        &mut self,
-        offset: u64,
-        name: &OsStr,
-        ttl: &Duration,
-        attr: &FileAttr,
-        generation: Generation,
-    ) -> bool {
-        match self
-            .reply
-            .put_direntplus(self.max, *ttl, attr, generation, offset, name)
-        {
-            Ok(added) => !added,
-            Err(e) => {
-                self.failed = Some(e);
-                true
-            }
-        }
     }
 }
