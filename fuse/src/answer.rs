@@ -9,7 +9,7 @@ use fuser::{Errno, FileAttr, FileType, FopenFlags, Generation, INodeNo};
 
 use crate::dirs::{DirPage, DirPlusPage};
 use crate::dispatch::{decide_request, Answer};
-use crate::fs::{Passthrough, GENERATION};
+use crate::fs::{Entry, Passthrough, GENERATION};
 use crate::table::InodeTable;
 use crate::wire::{Malformed, Overflow, Reply, Request, HEADER_LEN, OUT_HEADER_LEN};
 
@@ -119,12 +119,12 @@ fn write<T: InodeTable>(
     let ttl = fs.ttl;
     match answer {
         Answer::Empty => {}
-        Answer::Entry(attr) => reply.put_entry(ttl, &attr, GENERATION)?,
+        Answer::Entry(entry) => reply.put_entry(ttl, &entry, GENERATION)?,
         Answer::Attr(attr) => reply.put_attr_out(ttl, &attr)?,
         Answer::Data(data) => reply.put(&data)?,
         Answer::Open(fh, flags, backing) => reply.put_open(fh.0, flags, backing)?,
-        Answer::Created(attr, fh, backing) => {
-            reply.put_entry(ttl, &attr, GENERATION)?;
+        Answer::Created(entry, fh, backing) => {
+            reply.put_entry(ttl, &entry, GENERATION)?;
             reply.put_open(fh.0, OPEN_FILE_FLAGS, backing)?;
         }
         Answer::Written(n) => {
@@ -205,12 +205,12 @@ impl DirPlusPage for Page<'_, '_> {
         offset: u64,
         name: &OsStr,
         ttl: &Duration,
-        attr: &FileAttr,
+        entry: &Entry,
         generation: Generation,
     ) -> bool {
         match self
             .reply
-            .put_direntplus(self.max, *ttl, attr, generation, offset, name)
+            .put_direntplus(self.max, *ttl, entry, generation, offset, name)
         {
             Ok(added) => !added,
             Err(e) => {

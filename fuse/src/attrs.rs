@@ -14,7 +14,7 @@ use crate::fs::Passthrough;
 use crate::handles::Open;
 use crate::host::{self, errno, stat_fd};
 use crate::live::Live;
-use crate::table::{InodeTable, ROOT_ID};
+use crate::table::InodeTable;
 
 /// What a `SETATTR` changes (`None`: left as it is).
 pub(crate) struct SetAttr {
@@ -50,17 +50,10 @@ fn timespec(t: Option<TimeOrNow>) -> TimeSpec {
 }
 
 impl<T: InodeTable> Passthrough<T> {
-    /// The attributes of `GETATTR` and `SETATTR`: the root's inode number
-    /// is the host's (its node id is fixed), every other one is its node
-    /// id, the host's on the root's device.
+    /// The attributes of `GETATTR` and `SETATTR`, with the host's inode
+    /// number (`inode_numbers.rs`).
     pub(crate) fn attr_of(&self, inode: &Live<T::Ref>) -> Result<FileAttr, Errno> {
-        let st = stat_fd(inode.fd())?;
-        let ino = if inode.id == ROOT_ID {
-            st.st_ino
-        } else {
-            inode.id
-        };
-        Ok(host::attr(&st, ino))
+        Ok(self.attr(&stat_fd(inode.fd())?))
     }
 
     pub(crate) fn do_setattr(

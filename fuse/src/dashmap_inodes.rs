@@ -7,15 +7,18 @@
 //! the entry) against a map that
 //! spreads its locks instead of removing them.
 //!
-//! Its protocol, each step under one shard lock of its one map, by node id
-//! (a function of the host inode, [`NodeIds`]): a lookup that finds the
-//! inode counts the kernel's lookup only while the count is above zero
-//! (under the shard's read lock); a `FORGET` takes its lookups off the
-//! same way, and the one that reaches zero removes the inode if its count
-//! is still zero (the shard's write lock). A count at zero never rises
-//! again, so the removal's check is final; a lookup that meets it puts a
-//! new inode in its place under the shard's write lock, which the removal
-//! then leaves (its count is not zero).
+//! Two maps, as a FUSE author keeps them: the inodes by host inode (for
+//! `LOOKUP`) and by node id (for every other request), the node ids the
+//! table's own, counted from 2. Its protocol, each step under one shard
+//! lock: a lookup that finds the inode by key counts the kernel's lookup
+//! only while the count is above zero (under the shard's read lock); a
+//! `FORGET` takes its lookups off the same way, and the one that reaches
+//! zero removes the inode from both maps if its count is still zero (each
+//! shard's write lock, and by key only if the key still maps to this
+//! inode). A count at zero never rises again, so the removal's check is
+//! final; a lookup that meets it puts a new inode, with a new node id, in
+//! its place under the key shard's write lock, which the removal then
+//! leaves.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,7 +27,6 @@ use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
 
 use crate::host_inode::HostInode;
-use crate::node_id::NodeIds;
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ServerHasher, ROOT_ID};
 
 /// An inode of the sharded table.
@@ -55,44 +57,15 @@ impl DashmapInode {
     }
 }
 
-/// The inode table on a `DashMap` by node id.
+/// The inode table on two `DashMap`s: by host inode and by node id.
 pub struct DashmapTable {
+    by_key: DashMap<Key, Arc<DashmapInode>, ServerHasher>,
     by_id: DashMap<u64, Arc<DashmapInode>, ServerHasher>,
-    ids: NodeIds,
+    /// The next node id.
+    next_id: AtomicU64,
 }
 
 impl DashmapTable {
-    /// One more of the kernel's lookups on `key`'s inode under `id`, made
-    /// by `host` if absent or leaving; `host` back if a live inode of
-    /// another birth holds `id` (the host gave a deleted file's number to
-    /// this one while the kernel holds the first).
-    fn lookup_at<F: FnOnce() -> HostInode>(&self, id: u64, key: Key, host: F) -> Result<(), F> {
-        let found = self
-            .by_id
-            .get(&id)
-            .map(|i| i.key == key && i.count_lookup());
-        if found == Some(true) {
-            return Ok(());
-        }
-        match self.by_id.entry(id) {
-            Entry::Occupied(named) if named.get().key == key && named.get().count_lookup() => {
-                Ok(())
-            }
-            // Relaxed: as in `count_lookup`; under the shard's write lock.
-            Entry::Occupied(named)
-                if named.get().key != key
-                    && named.get().kernel_lookups.load(Ordering::Relaxed) > 0 =>
-            {
-                Err(host)
-            }
-            // Absent, or its inode is leaving: a new one in its place.
-            named => {
-                named.insert(Self::make(id, key, host()));
-                Ok(())
-            }
-        }
-    }
-
     fn make(id: u64, key: Key, host: HostInode) -> Arc<DashmapInode> {
         Arc::new(DashmapInode {
             data: InodeData { id, key, host },
@@ -107,41 +80,43 @@ impl InodeTable for DashmapTable {
 
     fn new(root: HostInode, key: Key) -> Self {
         let table = DashmapTable {
+            by_key: DashMap::with_hasher(ServerHasher::default()),
             by_id: DashMap::with_hasher(ServerHasher::default()),
-            ids: NodeIds::new(key),
+            next_id: AtomicU64::new(ROOT_ID + 1),
         };
         // The root's count never reaches zero: one lookup of its own.
-        table.by_id.insert(ROOT_ID, Self::make(ROOT_ID, key, root));
+        let root = Self::make(ROOT_ID, key, root);
+        table.by_id.insert(ROOT_ID, root.clone());
+        table.by_key.insert(key, root);
         table
     }
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
-        let mut host = host;
-        let mut id = self.ids.id_of(key);
-        // A numbered id names no other inode, so a second try is the last.
-        loop {
-            match self.lookup_at(id, key, host) {
-                Ok(()) => return id,
-                Err(back) => {
-                    host = back;
-                    id = self.ids.numbered(key);
-                }
+        if let Some(id) = self.lookup_known(key) {
+            return id;
+        }
+        match self.by_key.entry(key) {
+            Entry::Occupied(found) if found.get().count_lookup() => found.get().data.id,
+            // Absent, or its inode is leaving: a new one in its place.
+            named => {
+                // Relaxed: a counter; each id is taken once.
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                let inode = Self::make(id, key, host());
+                self.by_id.insert(id, inode.clone());
+                named.insert(inode);
+                id
             }
         }
     }
 
     fn lookup_known(&self, key: Key) -> Option<u64> {
-        self.ids.known_ids(key).find(|&id| {
-            // Under the shard's read lock, as `lookup_at`'s hit.
-            self.by_id
-                .get(&id)
-                .is_some_and(|inode| inode.data.key == key && inode.count_lookup())
-        })
+        // Under the shard's read lock.
+        let inode = self.by_key.get(&key)?;
+        inode.count_lookup().then(|| inode.data.id)
     }
 
     fn find_known(&self, key: Key) -> Option<Self::Ref> {
-        let mut ids = self.ids.known_ids(key);
-        ids.find_map(|id| self.get(id).filter(|inode| inode.data.key == key))
+        self.by_key.get(&key).map(|inode| inode.clone())
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {
@@ -149,7 +124,7 @@ impl InodeTable for DashmapTable {
     }
 
     fn forget(&self, id: u64, n: u64) -> Result<(), ForgetError> {
-        let left = {
+        let (left, key) = {
             let inode = self.by_id.get(&id).ok_or(ForgetError::UnknownInode(id))?;
             // Relaxed: as in `count_lookup`.
             let held = inode
@@ -168,11 +143,15 @@ impl InodeTable for DashmapTable {
                         }
                     }
                 })?;
-            held - n
+            (held - n, inode.data.key)
         };
         if left == 0 && n > 0 {
-            self.by_id
-                .remove_if(&id, |_, i| i.kernel_lookups.load(Ordering::Relaxed) == 0);
+            // Relaxed: under each shard's write lock, as `count_lookup`.
+            let leaving = |i: &Arc<DashmapInode>| {
+                i.data.id == id && i.kernel_lookups.load(Ordering::Relaxed) == 0
+            };
+            self.by_key.remove_if(&key, |_, i| leaving(i));
+            self.by_id.remove_if(&id, |_, i| leaving(i));
         }
         Ok(())
     }

@@ -8,13 +8,13 @@ use std::sync::atomic::Ordering;
 
 use std::time::Duration;
 
-use fuser::{Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo};
+use fuser::{Errno, FileHandle, FileType, FopenFlags, Generation, INodeNo};
 use nix::fcntl::AtFlags;
 
 use crate::creds::Caller;
-use crate::fs::{Passthrough, GENERATION};
+use crate::fs::{Entry, Passthrough, GENERATION};
 use crate::handles::{DirStream, Open};
-use crate::host::{self, errno};
+use crate::host::errno;
 use crate::table::{InodeTable, ROOT_ID};
 
 /// Where a `READDIR` page goes: the reply being written (`answer.rs`).
@@ -23,8 +23,7 @@ pub(crate) trait DirPage {
     fn add(&mut self, ino: INodeNo, offset: u64, kind: FileType, name: &OsStr) -> bool;
 }
 
-/// Where a `READDIRPLUS` page goes (the entry's node id is its
-/// attributes' `ino`).
+/// Where a `READDIRPLUS` page goes.
 pub(crate) trait DirPlusPage {
     /// Adds an entry; `true` if the page is full (this entry not added).
     fn add(
@@ -32,7 +31,7 @@ pub(crate) trait DirPlusPage {
         offset: u64,
         name: &OsStr,
         ttl: &Duration,
-        attr: &FileAttr,
+        entry: &Entry,
         generation: Generation,
     ) -> bool;
 }
@@ -99,17 +98,20 @@ impl<T: InodeTable> Passthrough<T> {
                         return ControlFlow::Break(());
                     }
                 };
-                // Node id ROOT_ID, no lookup counted for it (`host::attr`
-                // numbers it so).
-                let attr = host::attr(&st, ROOT_ID);
-                if reply.add(entry.next, name, &self.ttl, &attr, GENERATION) {
+                // Node id ROOT_ID, no lookup counted for it (the kernel
+                // makes no entry of these).
+                let dot = Entry {
+                    node: ROOT_ID,
+                    attr: self.attr(&st),
+                };
+                if reply.add(entry.next, name, &self.ttl, &dot, GENERATION) {
                     return ControlFlow::Break(());
                 }
                 added = true;
                 return ControlFlow::Continue(());
             }
-            let attr = match self.lookup_listed_child(&dir, name) {
-                Ok(attr) => attr,
+            let found = match self.lookup_listed_child(&dir, name) {
+                Ok(found) => found,
                 // Gone since the host listed it: skipped, as the host would
                 // now.
                 Err(Errno::ENOENT) => return ControlFlow::Continue(()),
@@ -118,10 +120,10 @@ impl<T: InodeTable> Passthrough<T> {
                     return ControlFlow::Break(());
                 }
             };
-            if reply.add(entry.next, name, &self.ttl, &attr, GENERATION) {
+            if reply.add(entry.next, name, &self.ttl, &found, GENERATION) {
                 // The buffer is full: this entry was not sent, so neither
                 // was its lookup.
-                let _ = self.table.forget(attr.ino.0, 1);
+                let _ = self.table.forget(found.node, 1);
                 return ControlFlow::Break(());
             }
             added = true;

@@ -17,7 +17,7 @@ use crate::answer::{negative_entry, OPEN_FILE_FLAGS};
 use crate::attrs::SetAttr;
 use crate::backing::Backing;
 use crate::creds::Caller;
-use crate::fs::Passthrough;
+use crate::fs::{Entry, Passthrough};
 use crate::table::InodeTable;
 use crate::wire::{fattr, op, time, InHeader, OpIn, Payload, Request};
 use crate::xattr::XattrReply;
@@ -26,12 +26,12 @@ use crate::xattr::XattrReply;
 /// request's buffers are read until then, the reply overwrites them).
 pub(crate) enum Answer {
     Empty,
-    Entry(FileAttr),
+    Entry(Entry),
     Attr(FileAttr),
     Data(Vec<u8>),
     /// An open's handle and flags, with its backing's id if passthrough.
     Open(FileHandle, FopenFlags, Option<u32>),
-    Created(FileAttr, FileHandle, Option<u32>),
+    Created(Entry, FileHandle, Option<u32>),
     Written(u32),
     Statfs(Statvfs),
     XattrSize(u32),
@@ -95,9 +95,12 @@ fn decide<T: InodeTable>(
     let caller = &caller(h);
     Ok(match h.opcode {
         op::LOOKUP => match fs.do_lookup(caller, ino, p.name()?.0) {
-            Ok(attr) => Answer::Entry(attr),
-            // A missing name: a negative entry, as `server.rs` says.
-            Err(Errno::ENOENT) if !fs.ttl.is_zero() => Answer::Entry(negative_entry()),
+            Ok(entry) => Answer::Entry(entry),
+            // A missing name: a negative entry (`answer.rs`).
+            Err(Errno::ENOENT) if !fs.ttl.is_zero() => Answer::Entry(Entry {
+                node: 0,
+                attr: negative_entry(),
+            }),
             Err(e) => return Err(e),
         },
         op::GETATTR => Answer::Attr(fs.attr_of(&fs.inode(ino)?)?),
@@ -199,9 +202,9 @@ fn decide<T: InodeTable>(
         op::CREATE => {
             let name = p.name()?.0;
             let (flags, mode, umask) = (a.i32(0), a.u32(4), a.u32(8));
-            let (attr, fh, backing) =
+            let (entry, fh, backing) =
                 fs.do_create(caller, ino, name, mode, umask, flags, |fd| register(fs, fd))?;
-            Answer::Created(attr, fh, backing_id(backing.as_deref()))
+            Answer::Created(entry, fh, backing_id(backing.as_deref()))
         }
         op::FALLOCATE => {
             let (fh, offset, length) = (FileHandle(a.u64(0)), a.u64(8), a.u64(16));

@@ -8,13 +8,13 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use fuser::{Errno, FileAttr, FileHandle, INodeNo, OpenFlags};
+use fuser::{Errno, FileHandle, INodeNo, OpenFlags};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
 use crate::backing::{self, Backing};
 use crate::creds::{self, AsCaller, Caller};
-use crate::fs::Passthrough;
+use crate::fs::{Entry, Passthrough};
 use crate::handles::Open;
 use crate::host::{self, check_name, errno, stat_fd};
 use crate::table::InodeTable;
@@ -160,7 +160,7 @@ impl<T: InodeTable> Passthrough<T> {
         umask: u32,
         flags: i32,
         register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<Backing>,
-    ) -> Result<(FileAttr, FileHandle, Option<Arc<Backing>>), Errno> {
+    ) -> Result<(Entry, FileHandle, Option<Arc<Backing>>), Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         self.handles.may_add(caller.uid)?;
@@ -172,25 +172,25 @@ impl<T: InodeTable> Passthrough<T> {
             OFlag::from_bits_truncate(flags),
             Mode::from_bits_truncate(mode),
         )?;
-        let attr = self.lookup_made_child(&parent, name)?;
+        let entry = self.lookup_made_child(&parent, name)?;
         // The kernel holds the lookup just counted until our reply: the
         // handle's own reference cannot miss.
-        let inode = self.table.get(attr.ino.0).ok_or(Errno::EIO)?;
+        let inode = self.table.get(entry.node).ok_or(Errno::EIO)?;
         drop(as_caller);
         match self.add_file_handle(
-            attr.ino.0,
+            entry.node,
             inode,
             File::from(fd),
             caller,
             OFlag::from_bits_truncate(flags),
-            attr.size,
+            entry.attr.size,
             register,
         ) {
-            Ok((fh, backing)) => Ok((attr, fh, backing)),
+            Ok((fh, backing)) => Ok((entry, fh, backing)),
             Err(e) => {
                 // No reply carries the lookup: it is given back here (a
                 // race past `may_add` above; the file stays made).
-                let _ = self.table.forget(attr.ino.0, 1);
+                let _ = self.table.forget(entry.node, 1);
                 Err(e)
             }
         }

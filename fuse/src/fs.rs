@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fuser::{Errno, Generation, INodeNo};
+use fuser::{Errno, FileAttr, Generation, INodeNo};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
@@ -28,6 +28,7 @@ use crate::file_handle;
 use crate::handles::Handles;
 use crate::host;
 use crate::host_inode::{DescriptorSlot, HostInode};
+use crate::inode_numbers::InodeNumbers;
 use crate::live::Live;
 use crate::mounts::{Mounts, Reopens};
 use crate::options::{HostInodes, Options, DEFAULT_TTL};
@@ -36,12 +37,13 @@ use crate::shares::Shares;
 use crate::table::InodeTable;
 use crate::trim;
 
-/// A node id names one host inode for the server's life ([`NodeIds`]), so
-/// one generation serves (the pair is unique but for a host inode number
-/// the host itself reuses).
-///
-/// [`NodeIds`]: crate::node_id::NodeIds
+/// The generation of every entry: a node id the table gives again names a
+/// new inode only after the kernel forgot the old one (`table.rs`), so
+/// the pair is unique while the kernel may hold it without one. (An NFS
+/// export of the mount would need generations: not supported.)
 pub(crate) const GENERATION: Generation = Generation(0);
+
+pub(crate) use crate::wire::Entry;
 
 /// The filesystem's state, shared by every serving thread (and kept by
 /// tests, to look at the table after an unmount).
@@ -49,6 +51,8 @@ pub struct Passthrough<T: InodeTable> {
     /// Dropped before the table: handles hold table references.
     pub(crate) handles: Handles<T::Ref>,
     pub(crate) table: T,
+    /// The inode numbers reported (`st_ino`).
+    pub(crate) numbers: InodeNumbers,
     /// The mounts inodes are named by handle on, each with the
     /// descriptor its handles are reopened through (the share's root's
     /// first); `None` when inodes are named by descriptor.
@@ -160,6 +164,7 @@ impl<T: InodeTable> Passthrough<T> {
         Ok(Passthrough {
             handles: Handles::new(options.handle_limits()),
             table: T::new(HostInode::Descriptor(fd), root),
+            numbers: InodeNumbers::new(root.dev),
             by_handle,
             descriptors: Arc::new(Descriptors::new(options.descriptor_budget())),
             server_is_root: creds::can_switch(),
@@ -186,6 +191,12 @@ impl<T: InodeTable> Passthrough<T> {
             #[cfg(feature = "testing")]
             stall: crate::fault::Stall::default(),
         })
+    }
+
+    /// The attributes of a host inode as the kernel is told them: its
+    /// inode number told apart across devices ([`InodeNumbers`]).
+    pub(crate) fn attr(&self, st: &nix::sys::stat::FileStat) -> FileAttr {
+        host::attr(st, self.numbers.number_of(st.st_dev, st.st_ino))
     }
 
     pub(crate) fn as_caller(&self, caller: &Caller) -> Result<AsCaller, Errno> {

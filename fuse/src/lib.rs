@@ -27,8 +27,7 @@
 //! | piece | file |
 //! |---|---|
 //! | the table interface, [`Key`], [`ForgetError`] | `table.rs` |
-//! | the node id (and `st_ino`) of a host inode | `node_id.rs` |
-//! | the lockref table's guess of a node id's slot | `slot_hints.rs` |
+//! | the inode number (`st_ino`) reported for a host inode | `inode_numbers.rs` |
 //! | [`LockrefTable`] (lockref) | `lockref_inodes.rs` |
 //! | [`VirtiofsdTable`] (virtiofsd-style) | `virtiofsd_inodes.rs` |
 //! | [`DashmapTable`] (on `dashmap`, measured only) | `dashmap_inodes.rs` |
@@ -48,11 +47,11 @@
 //! | the caller's credentials per request | `creds.rs` |
 //! | mount options, [`mount::spawn`], [`mount::serve`] | `mount.rs` |
 //! | the share shown through an alias of the root, whose ACL the kernel caches | `root_alias.rs` |
-//! | names, attributes, `/proc/self/fd` | `host.rs` |
+//! | names, attributes, `/proc/self/fd`; what a lookup learns of a host inode, its key | `host/` |
 //! | a host inode: a descriptor, or a file handle and its slot | `host_inode.rs` |
 //! | `name_to_handle_at`, `open_by_handle_at` | `file_handle.rs` |
 //! | the mounts inodes are named by handle on, each with its reopening descriptor | `mounts.rs` |
-//! | the bounded cache of reopened descriptors | `descriptors.rs` |
+//! | the bounded cache of reopened descriptors | `descriptors/` |
 //! | closing cached descriptors of files deleted on the host | `sweep.rs` |
 //! | memory given back to the host after many `FORGET`s | `trim.rs` |
 //! | each serving thread's own umask, the caller's at a creation | `umask.rs` |
@@ -96,6 +95,8 @@ mod handles;
 pub mod host;
 mod host_inode;
 #[cfg(feature = "server")]
+mod inode_numbers;
+#[cfg(feature = "server")]
 mod live;
 mod lockref_inodes;
 #[cfg(feature = "server")]
@@ -104,7 +105,6 @@ pub mod mount;
 mod mounts;
 #[cfg(feature = "server")]
 mod names;
-mod node_id;
 #[cfg(feature = "server")]
 mod options;
 #[cfg(feature = "server")]
@@ -115,7 +115,6 @@ mod reports;
 mod root_alias;
 #[cfg(feature = "server")]
 mod shares;
-mod slot_hints;
 #[cfg(feature = "server")]
 mod sweep;
 mod table;

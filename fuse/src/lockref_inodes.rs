@@ -1,13 +1,13 @@
 //! [`LockrefTable`]: the inode table on [`lockref_table::Table`], lockref's
-//! safe table of counted objects, keyed by node id (a function of the host
-//! inode, [`NodeIds`]). A request naming a node id reaches its inode by the
-//! slot a [`SlotHints`] remembers for it, taking its reference with one
-//! atomic on the inode, with no lock and no epoch pin (the slot's memory is
-//! type-stable, and the node id is compared after the reference is taken);
-//! without a hint, and for a `LOOKUP` that hits, it walks a bucket's chain
-//! under an epoch pin (no lock, no other shared write); the
-//! kernel's lookups are the
-//! table's peer references (`Table::hand_out`), given back by `FORGET`
+//! safe table of counted objects, keyed by host inode. The node id the
+//! kernel is given is the table's own id for the entry (the root's
+//! excepted: FUSE fixes it at 1): a request naming a node id reaches its
+//! inode with [`Table::get`], which locates the entry's type-stable slot
+//! from the id and takes its reference with one atomic on the entry, with
+//! no hash, no lock and no epoch pin (the id is compared after the
+//! reference is taken). A `LOOKUP` walks a bucket's chain by key under an
+//! epoch pin (no lock, no other shared write). The kernel's lookups are
+//! the table's peer references (`Table::hand_out`), given back by `FORGET`
 //! without a lock unless they are the last.
 //!
 //! **Keep or kill at zero.** An inode the kernel forgot is kept, up to
@@ -35,8 +35,6 @@ use std::ops::Deref;
 use lockref_table::{Config, Handle, Table, TableError};
 
 use crate::host_inode::HostInode;
-use crate::node_id::NodeIds;
-use crate::slot_hints::SlotHints;
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ServerHasher, ROOT_ID};
 
 /// The forgotten inodes the server's table keeps (at about 300 bytes
@@ -88,16 +86,39 @@ impl Deref for LockrefInode {
 /// both, since the kept entry's last put takes the LRU's lock beside the
 /// entry's.
 pub struct LockrefTable<const KEEP_UNUSED: usize = KEEP_FORGOTTEN> {
-    table: Table<u64, LockrefInode>,
-    ids: NodeIds,
-    /// Which slot holds a node id, so a request reaches its inode by slot.
-    hints: SlotHints,
+    table: Table<Key, LockrefInode>,
+    /// The root's id in the table, which the kernel knows as [`ROOT_ID`].
+    root_id: u64,
     /// The table's own reference on the root, which never leaves.
-    _root: Handle<u64, LockrefInode>,
+    _root: Handle<Key, LockrefInode>,
+}
+
+/// The first id the table gives: above [`ROOT_ID`], so that no entry's
+/// id is the root's node id.
+const FIRST_ID: u64 = ROOT_ID + 1;
+
+impl<const KEEP_UNUSED: usize> LockrefTable<KEEP_UNUSED> {
+    /// The table's id for node id `node`.
+    fn table_id(&self, node: u64) -> u64 {
+        if node == ROOT_ID {
+            self.root_id
+        } else {
+            node
+        }
+    }
+
+    /// The node id for the table's id `id`.
+    fn node_id(&self, id: u64) -> u64 {
+        if id == self.root_id {
+            ROOT_ID
+        } else {
+            id
+        }
+    }
 }
 
 impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
-    type Ref = Handle<u64, LockrefInode>;
+    type Ref = Handle<Key, LockrefInode>;
     const NAME: &'static str = if KEEP_UNUSED == 0 {
         "lockref"
     } else {
@@ -109,12 +130,12 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
             Config {
                 buckets: 1 << 16,
                 max_unused: KEEP_UNUSED,
-                ..Config::default()
+                first_id: FIRST_ID,
             },
             |_, inode: &LockrefInode| kept_when_forgotten(&inode.data),
             ServerHasher::default(),
         );
-        let root = table.find_or_insert_with(ROOT_ID, |_| LockrefInode {
+        let root = table.find_or_insert_with(key, |_| LockrefInode {
             data: InodeData {
                 id: ROOT_ID,
                 key,
@@ -123,60 +144,34 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
         });
         LockrefTable {
             table,
-            ids: NodeIds::new(key),
-            hints: SlotHints::new(),
+            root_id: root.id(),
             _root: root,
         }
     }
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
-        let mut host = Some(host);
-        let mut id = self.ids.id_of(key);
-        loop {
-            let at = id;
-            // The reference is the kernel's, given back by `forget`: one
-            // atomic on the inode when the kernel holds it already. The
-            // table's own id for the entry (its slot) is not the node id.
-            // The inode under `id` is this file only if its key says so:
-            // the host may have given the number of a file it deleted to
-            // this one while the kernel still holds the first. Refused,
-            // the reference goes back, and this file takes a numbered id,
-            // which no other inode has (so the loop ends there).
-            let handed = self.table.hand_out_if(
-                at,
-                |_| LockrefInode {
-                    data: InodeData {
-                        id: at,
-                        key,
-                        host: host.take().expect("made at most once")(),
-                    },
-                },
-                |inode| inode.data.key == key,
-            );
-            match handed {
-                Some(slot) => {
-                    self.hints.remember(id, slot);
-                    return id;
-                }
-                None => id = self.ids.numbered(key),
-            }
-        }
+        // The reference is the kernel's, given back by `forget`: one
+        // atomic on the inode when the table has it already.
+        let id = self.table.hand_out(key, |id| LockrefInode {
+            data: InodeData {
+                id,
+                key,
+                host: host(),
+            },
+        });
+        self.node_id(id)
     }
 
     fn lookup_known(&self, key: Key) -> Option<u64> {
         // That reference becomes the kernel's.
         let inode = self.find_known(key)?;
-        let id = inode.data.id;
-        let slot = inode.into_id();
-        self.hints.remember(id, slot);
-        Some(id)
+        Some(self.node_id(inode.into_id()))
     }
 
     fn find_known(&self, key: Key) -> Option<Self::Ref> {
-        // Referenced by `get` (reviving an inode kept at zero, never a
-        // dying one), and put back if the inode is not this file.
-        let mut ids = self.ids.known_ids(key);
-        ids.find_map(|id| self.get(id).filter(|inode| inode.data.key == key))
+        // Referenced by `find` (reviving an inode kept at zero, never a
+        // dying one).
+        self.table.find(&key)
     }
 
     const KEEPS_FORGOTTEN: bool = KEEP_UNUSED > 0;
@@ -192,20 +187,12 @@ impl<const KEEP_UNUSED: usize> InodeTable for LockrefTable<KEEP_UNUSED> {
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {
-        // By the hinted slot: no pin, no hash; its inode is the one asked
-        // for only if its node id says so, read under the reference.
-        if let Some(slot) = self.hints.slot(id) {
-            if let Some(inode) = self.table.get(slot).ok().filter(|i| i.data.id == id) {
-                return Some(inode);
-            }
-        }
-        let inode = self.table.find(&id)?;
-        self.hints.remember(id, inode.id());
-        Some(inode)
+        // By the id's slot: no pin, no hash.
+        self.table.get(self.table_id(id)).ok()
     }
 
     fn forget(&self, id: u64, n: u64) -> Result<(), ForgetError> {
-        // Reached by its hint, or its key; the kernel's references go
+        // Reached by its id's slot (no pin); the kernel's references go
         // back with the one taken here.
         let inode = self.get(id).ok_or(ForgetError::UnknownInode(id))?;
         inode.forget(n).map_err(|e| match e {

@@ -8,12 +8,12 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use fuser::{Errno, FileAttr, INodeNo, RenameFlags};
+use fuser::{Errno, INodeNo, RenameFlags};
 use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{Mode, SFlag};
 
 use crate::creds::Caller;
-use crate::fs::Passthrough;
+use crate::fs::{Entry, Passthrough};
 use crate::host::{self, check_name, errno};
 use crate::live::Live;
 use crate::root_alias::{ROOT_ALIAS_ID, ROOT_ALIAS_NAME};
@@ -27,11 +27,7 @@ impl<T: InodeTable> Passthrough<T> {
     /// [`lookup_listed_child`](Self::lookup_listed_child) does: one of them
     /// is found again with one `statx` (a name not in the table costs that
     /// `statx` more; a missing one costs the same one call).
-    pub(crate) fn lookup_child(
-        &self,
-        parent: &Live<T::Ref>,
-        name: &OsStr,
-    ) -> Result<FileAttr, Errno> {
+    pub(crate) fn lookup_child(&self, parent: &Live<T::Ref>, name: &OsStr) -> Result<Entry, Errno> {
         self.look_up(parent, name, self.table.kept() > 0 && known_likely())
     }
 
@@ -41,7 +37,7 @@ impl<T: InodeTable> Passthrough<T> {
         &self,
         parent: &Live<T::Ref>,
         name: &OsStr,
-    ) -> Result<FileAttr, Errno> {
+    ) -> Result<Entry, Errno> {
         self.look_up(parent, name, false)
     }
 
@@ -56,7 +52,7 @@ impl<T: InodeTable> Passthrough<T> {
         &self,
         parent: &Live<T::Ref>,
         name: &OsStr,
-    ) -> Result<FileAttr, Errno> {
+    ) -> Result<Entry, Errno> {
         self.look_up(parent, name, true)
     }
 
@@ -69,7 +65,7 @@ impl<T: InodeTable> Passthrough<T> {
         parent: &Live<T::Ref>,
         name: &OsStr,
         known_first: bool,
-    ) -> Result<FileAttr, Errno> {
+    ) -> Result<Entry, Errno> {
         #[cfg(feature = "testing")]
         self.fault.check()?;
         if known_first {
@@ -81,7 +77,10 @@ impl<T: InodeTable> Passthrough<T> {
                     // Relaxed: a counter for tests and reports.
                     self.found_known.fetch_add(1, Ordering::Relaxed);
                     known_seen(true);
-                    return Ok(host::attr(&found.st, id));
+                    return Ok(Entry {
+                        node: id,
+                        attr: self.attr(&found.st),
+                    });
                 }
             }
             known_seen(false);
@@ -100,7 +99,10 @@ impl<T: InodeTable> Passthrough<T> {
             // such descriptors take their half of the budget already: the
             // lookup succeeds only if the table has the inode.
             let id = self.table.lookup_known(key).ok_or(Errno::ENFILE)?;
-            return Ok(host::attr(&found.st, id));
+            return Ok(Entry {
+                node: id,
+                attr: self.attr(&found.st),
+            });
         }
         let is_dir = found.st.st_mode & libc::S_IFMT == libc::S_IFDIR;
         let mut fresh = None;
@@ -116,7 +118,10 @@ impl<T: InodeTable> Passthrough<T> {
             // The table had it: `statx` first would have paid.
             known_seen(true);
         }
-        Ok(host::attr(&found.st, id))
+        Ok(Entry {
+            node: id,
+            attr: self.attr(&found.st),
+        })
     }
 
     pub(crate) fn do_lookup(
@@ -124,7 +129,7 @@ impl<T: InodeTable> Passthrough<T> {
         caller: &Caller,
         parent: INodeNo,
         name: &OsStr,
-    ) -> Result<FileAttr, Errno> {
+    ) -> Result<Entry, Errno> {
         // Relaxed: a counter for tests and reports.
         self.lookups.fetch_add(1, Ordering::Relaxed);
         #[cfg(feature = "testing")]
@@ -138,9 +143,11 @@ impl<T: InodeTable> Passthrough<T> {
         if is_alias {
             // The share's own directory under the alias's id, its lookup
             // counted on the root (`root_alias.rs`).
-            let mut attr = self.lookup_child(&parent, OsStr::new("."))?;
-            attr.ino = INodeNo(ROOT_ALIAS_ID);
-            return Ok(attr);
+            let entry = self.lookup_child(&parent, OsStr::new("."))?;
+            return Ok(Entry {
+                node: ROOT_ALIAS_ID,
+                ..entry
+            });
         }
         self.lookup_child(&parent, name)
     }
@@ -152,7 +159,7 @@ impl<T: InodeTable> Passthrough<T> {
         parent: INodeNo,
         name: &OsStr,
         make: impl FnOnce(BorrowedFd<'_>, &OsStr) -> nix::Result<()>,
-    ) -> Result<FileAttr, Errno> {
+    ) -> Result<Entry, Errno> {
         let name = check_name(name)?;
         let parent = self.inode(parent)?;
         let _as = self.as_caller(caller)?;
@@ -205,7 +212,7 @@ impl<T: InodeTable> Passthrough<T> {
         mode: u32,
         umask: u32,
         rdev: u32,
-    ) -> Result<FileAttr, Errno> {
+    ) -> Result<Entry, Errno> {
         self.make_child(caller, parent, name, |dir, name| {
             let kind = SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits());
             let perm = Mode::from_bits_truncate(self.creation_mode(dir, mode & 0o7777, umask));
@@ -220,7 +227,7 @@ impl<T: InodeTable> Passthrough<T> {
         name: &OsStr,
         mode: u32,
         umask: u32,
-    ) -> Result<FileAttr, Errno> {
+    ) -> Result<Entry, Errno> {
         self.make_child(caller, parent, name, |dir, name| {
             let perm = self.creation_mode(dir, mode & 0o7777, umask);
             nix::sys::stat::mkdirat(dir, name, Mode::from_bits_truncate(perm))
@@ -233,7 +240,7 @@ impl<T: InodeTable> Passthrough<T> {
         parent: INodeNo,
         name: &OsStr,
         target: &Path,
-    ) -> Result<FileAttr, Errno> {
+    ) -> Result<Entry, Errno> {
         self.make_child(caller, parent, name, |dir, name| {
             nix::unistd::symlinkat(target, dir, name)
         })
@@ -245,7 +252,7 @@ impl<T: InodeTable> Passthrough<T> {
         ino: INodeNo,
         newparent: INodeNo,
         newname: &OsStr,
-    ) -> Result<FileAttr, Errno> {
+    ) -> Result<Entry, Errno> {
         let inode = self.inode(ino)?;
         let path = host::proc_path(inode.fd());
         // Through /proc (AT_SYMLINK_FOLLOW jumps to the inode), not

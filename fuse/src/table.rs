@@ -24,7 +24,10 @@ pub struct Key {
 /// What the table keeps per inode.
 #[derive(Debug)]
 pub struct InodeData {
-    /// The FUSE node id handed to the kernel; [`ROOT_ID`] for the root.
+    /// The FUSE node id handed to the kernel: the table's own id for the
+    /// inode, by which [`InodeTable::get`] reaches it; [`ROOT_ID`] for the
+    /// root. Not the inode number the kernel reports (`st_ino`), which is
+    /// the host's (`inode_numbers.rs`).
     pub id: u64,
     /// The host inode.
     pub key: Key,
@@ -76,7 +79,11 @@ impl fmt::Display for ForgetError {
 
 impl std::error::Error for ForgetError {}
 
-/// An inode table: host inodes by key and by node id, each counted.
+/// An inode table: host inodes by key and by node id, each counted. The
+/// table gives each inode its node id, unique while the kernel may name
+/// the inode: a node id is never that of another inode the kernel still
+/// holds, and one the kernel forgot may be given again later (the kernel
+/// tells them apart by nothing else while it holds neither).
 ///
 /// Three kinds of reference keep an inode: the kernel's lookup count
 /// (counted by [`lookup`](Self::lookup), given back by
@@ -96,13 +103,15 @@ pub trait InodeTable: Send + Sync + 'static {
     /// `MKDIR`, ... reply, sent right after) on the inode of `key`,
     /// inserted as the host inode `host` returns if absent (`host` is not
     /// called, and whatever it owns is dropped, if the inode is there).
-    /// Returns the node id to reply with.
+    /// Returns the node id to reply with. Each key (with its birth) is its
+    /// own inode: a number the host gave a new file while the kernel still
+    /// holds the deleted one's inode is a second inode, with a node id of
+    /// its own.
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64;
 
     /// One more of the kernel's lookups on the inode of `key` if the table
-    /// has it, live or [kept](Self::kept), under a node id the key already
-    /// has (`NodeIds::known_ids`: on any device a lookup has seen, numbered
-    /// or not): its node id; `None`, with nothing counted, otherwise
+    /// has it, live or [kept](Self::kept): its node id; `None`, with
+    /// nothing counted, otherwise
     /// (the caller then opens the host inode and calls
     /// [`lookup`](Self::lookup)). A `READDIRPLUS` entry the kernel looked
     /// up already, or a `LOOKUP` of an inode it forgot and the table kept,
@@ -110,10 +119,9 @@ pub trait InodeTable: Send + Sync + 'static {
     fn lookup_known(&self, key: Key) -> Option<u64>;
 
     /// The inode of `key`, referenced (no kernel lookup counted), if the
-    /// table has it, live or kept, under a node id the key already has
-    /// (as [`lookup_known`](Self::lookup_known) finds it): on any device,
-    /// so that a removal through the mount marks a file gone on a btrfs
-    /// subvolume or a mount inside the share too.
+    /// table has it, live or kept (as [`lookup_known`](Self::lookup_known)
+    /// finds it): on any device, so that a removal through the mount marks
+    /// a file gone on a btrfs subvolume or a mount inside the share too.
     fn find_known(&self, key: Key) -> Option<Self::Ref>;
 
     /// Whether the table keeps inodes the kernel forgot (then a removal

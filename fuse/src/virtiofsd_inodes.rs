@@ -4,16 +4,15 @@
 //! takes the store's lock shared and counts the kernel's lookup under it
 //! (so a concurrent `FORGET` cannot remove the inode in between); every
 //! `FORGET` takes the lock exclusively, and the inode leaves the store when
-//! the kernel's count reaches zero. It is keyed by node id alone: a node
-//! id is a function of the host inode here ([`NodeIds`]), where virtiofsd
-//! numbers its inodes and keeps a second map by host inode.
+//! the kernel's count reaches zero. As virtiofsd's, it numbers its inodes
+//! (the node ids, counted from 2) and keeps two maps under the one lock:
+//! by node id and by host inode.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::host_inode::HostInode;
-use crate::node_id::NodeIds;
 use crate::table::{ForgetError, InodeData, InodeTable, Key, ServerHasher, ROOT_ID};
 
 /// An inode of the locked table.
@@ -31,15 +30,18 @@ impl std::ops::Deref for VirtiofsdInode {
     }
 }
 
-type Store = HashMap<u64, Arc<VirtiofsdInode>, ServerHasher>;
+/// The inodes by node id, their node ids by host inode, and the next
+/// node id.
+#[derive(Default)]
+struct Store {
+    by_id: HashMap<u64, Arc<VirtiofsdInode>, ServerHasher>,
+    by_key: HashMap<Key, u64, ServerHasher>,
+    next_id: u64,
+}
 
-/// The virtiofsd-style inode table: an `Arc` per inode and an atomic count
-/// of the kernel's lookups, counted under the store's lock held shared; every
-/// `FORGET` takes the lock exclusively, and the inode leaves the store when
-/// the kernel's count reaches zero.
+/// The inode table behind one reader-writer lock, as virtiofsd's.
 pub struct VirtiofsdTable {
     store: RwLock<Store>,
-    ids: NodeIds,
 }
 
 impl VirtiofsdTable {
@@ -51,12 +53,25 @@ impl VirtiofsdTable {
         self.store.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn insert(store: &mut Store, id: u64, key: Key, host: HostInode, lookups: u64) {
+    fn insert(store: &mut Store, id: u64, key: Key, host: HostInode) {
         let inode = Arc::new(VirtiofsdInode {
             data: InodeData { id, key, host },
-            kernel_lookups: AtomicU64::new(lookups),
+            kernel_lookups: AtomicU64::new(1),
         });
-        store.insert(id, inode);
+        store.by_id.insert(id, inode);
+        store.by_key.insert(key, id);
+    }
+
+    /// One more of the kernel's lookups on `key`'s inode in `store`, if
+    /// there: its node id.
+    fn count_in(store: &Store, key: Key) -> Option<u64> {
+        let id = *store.by_key.get(&key)?;
+        // Relaxed: under the store's lock (shared), which every FORGET
+        // takes exclusively.
+        store.by_id[&id]
+            .kernel_lookups
+            .fetch_add(1, Ordering::Relaxed);
+        Some(id)
     }
 }
 
@@ -66,68 +81,47 @@ impl InodeTable for VirtiofsdTable {
 
     fn new(root: HostInode, key: Key) -> Self {
         let table = VirtiofsdTable {
-            store: RwLock::new(Store::default()),
-            ids: NodeIds::new(key),
+            store: RwLock::new(Store {
+                next_id: ROOT_ID + 1,
+                ..Store::default()
+            }),
         };
-        // The root's count never reaches zero: one lookup of its own.
-        Self::insert(&mut table.write(), ROOT_ID, key, root, 1);
+        Self::insert(&mut table.write(), ROOT_ID, key, root);
         table
     }
 
     fn lookup<F: FnOnce() -> HostInode>(&self, key: Key, host: F) -> u64 {
-        // A live inode of another birth under the id (the host gave a
-        // deleted file's number to this one): this one is numbered.
-        let id_in = |store: &Store| {
-            let id = self.ids.id_of(key);
-            match store.get(&id) {
-                Some(inode) if inode.data.key != key => self.ids.numbered(key),
-                _ => id,
-            }
-        };
-        {
-            let store = self.read();
-            let id = id_in(&store);
-            if let Some(inode) = store.get(&id) {
-                // Relaxed: under the store's lock, which orders it against
-                // the forget that would remove the inode.
-                inode.kernel_lookups.fetch_add(1, Ordering::Relaxed);
-                return id;
-            }
-        }
-        let mut store = self.write();
-        let id = id_in(&store);
-        if let Some(inode) = store.get(&id) {
-            inode.kernel_lookups.fetch_add(1, Ordering::Relaxed);
+        if let Some(id) = Self::count_in(&self.read(), key) {
             return id;
         }
-        Self::insert(&mut store, id, key, host(), 1);
+        let mut store = self.write();
+        if let Some(id) = Self::count_in(&store, key) {
+            return id;
+        }
+        let id = store.next_id;
+        store.next_id += 1;
+        Self::insert(&mut store, id, key, host());
         id
     }
 
     fn lookup_known(&self, key: Key) -> Option<u64> {
-        let store = self.read();
-        let (id, inode) = self
-            .ids
-            .known_ids(key)
-            .find_map(|id| Some((id, store.get(&id).filter(|inode| inode.data.key == key)?)))?;
-        // Relaxed: under the store's lock, as in `lookup`.
-        inode.kernel_lookups.fetch_add(1, Ordering::Relaxed);
-        Some(id)
+        Self::count_in(&self.read(), key)
     }
 
     fn find_known(&self, key: Key) -> Option<Self::Ref> {
-        let mut ids = self.ids.known_ids(key);
-        ids.find_map(|id| self.get(id).filter(|inode| inode.data.key == key))
+        let store = self.read();
+        let id = store.by_key.get(&key)?;
+        store.by_id.get(id).cloned()
     }
 
     fn get(&self, id: u64) -> Option<Self::Ref> {
-        self.read().get(&id).cloned()
+        self.read().by_id.get(&id).cloned()
     }
 
     fn forget(&self, id: u64, n: u64) -> Result<(), ForgetError> {
         let mut store = self.write();
-        let inode = store.get(&id).ok_or(ForgetError::UnknownInode(id))?;
-        // Relaxed: under the exclusive lock.
+        let inode = store.by_id.get(&id).ok_or(ForgetError::UnknownInode(id))?;
+        // Relaxed: under the store's exclusive lock.
         let held = inode.kernel_lookups.load(Ordering::Relaxed);
         let left = held.checked_sub(n).ok_or(ForgetError::MoreThanHeld {
             id,
@@ -136,13 +130,15 @@ impl InodeTable for VirtiofsdTable {
         })?;
         inode.kernel_lookups.store(left, Ordering::Relaxed);
         if left == 0 {
-            store.remove(&id);
+            let key = inode.data.key;
+            store.by_id.remove(&id);
+            store.by_key.remove(&key);
         }
         Ok(())
     }
 
     fn inodes(&self) -> usize {
-        self.read().len()
+        self.read().by_id.len()
     }
 
     fn kernel_lookups(&self, id: u64) -> Option<u64> {

@@ -39,10 +39,11 @@ fn lookups_and_forgets<T: InodeTable>() {
     t.forget(a, 1).unwrap();
     assert!(t.get(a).is_none(), "forgotten: gone");
     assert_eq!(t.inodes(), 2);
-    // Looked up again: the same node id (one per host inode, the host's
-    // inode number on the root's device).
+    // Looked up again: a new inode, named by the table (its node id may be
+    // the first one's: the kernel forgot that).
     let a2 = t.lookup(key(10), fd);
-    assert_eq!((a2, a), (10, 10));
+    assert_eq!(t.get(a2).unwrap().key, key(10));
+    assert_ne!(a2, b, "never a live inode's node id");
     t.forget(a2, 1).unwrap();
     t.forget(b, 1).unwrap();
     assert!(t.only_root());
@@ -246,10 +247,10 @@ fn a_handle_outlives_its_table_dashmap() {
     a_handle_outlives_its_table::<DashmapTable>();
 }
 
-/// Every request reaches the inode of its node id, whatever the lockref
-/// table's slot hints say: 6,000 inodes share 4,096 hints, half of them
-/// are forgotten (their slots reused by the next ones) and looked up
-/// again, and four threads look up, get and forget across them at once.
+/// Every request reaches the inode of its node id: 6,000 inodes, half of
+/// them forgotten (the lockref table's slots reused by the next ones) and
+/// looked up again, and four threads look up, get and forget across them
+/// at once; a node id forgotten names nothing, or a later inode.
 ///
 /// Each inode holds a real descriptor, so the three tables take their
 /// turns: run side by side they held 30,000 at once, past the 20,000 a
@@ -261,34 +262,37 @@ fn requests_reach_their_own_inode<T: InodeTable>() {
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let t = table::<T>();
     let keys: Vec<Key> = (2..6_002).map(key).collect();
-    for &k in &keys {
-        t.lookup(k, fd);
+    let ids: Vec<u64> = keys.iter().map(|&k| t.lookup(k, fd)).collect();
+    for &id in ids.iter().step_by(2) {
+        t.forget(id, 1).unwrap();
     }
-    for &k in keys.iter().step_by(2) {
-        t.forget(k.ino, 1).unwrap();
-    }
-    let check = |t: &T, k: Key| {
-        let inode = t.get(k.ino).expect("the kernel holds it");
-        assert_eq!((inode.id, inode.key), (k.ino, k));
+    let check = |t: &T, id: u64, k: Key| {
+        let inode = t.get(id).expect("the kernel holds it");
+        assert_eq!((inode.id, inode.key), (id, k));
     };
     std::thread::scope(|s| {
         for part in 0..4 {
-            let (t, keys) = (&t, &keys);
+            let (t, keys, ids) = (&t, &keys, &ids);
             s.spawn(move || {
-                for &k in keys.iter().skip(part).step_by(4) {
-                    assert_eq!(t.lookup(k, fd), k.ino);
-                    check(t, k);
-                    t.forget(k.ino, 1).unwrap();
-                    if k.ino % 2 == 1 {
-                        check(t, k);
+                for (i, &k) in keys.iter().enumerate().skip(part).step_by(4) {
+                    let id = t.lookup(k, fd);
+                    check(t, id, k);
+                    if i % 2 == 1 {
+                        assert_eq!(id, ids[i], "held: the same node id");
+                    }
+                    t.forget(id, 1).unwrap();
+                    if i % 2 == 1 {
+                        check(t, id, k);
+                    } else if let Some(later) = t.get(id) {
+                        assert_ne!(later.key, k, "forgotten: a later inode at most");
                     }
                 }
             });
         }
     });
-    for &k in keys.iter().skip(1).step_by(2) {
-        check(&t, k);
-        t.forget(k.ino, 1).unwrap();
+    for (&k, &id) in keys.iter().zip(&ids).skip(1).step_by(2) {
+        check(&t, id, k);
+        t.forget(id, 1).unwrap();
     }
     assert!(t.only_root());
 }
@@ -309,8 +313,8 @@ fn requests_reach_their_own_inode_dashmap() {
 }
 
 /// A host inode number given again (a new birth) while the kernel holds
-/// the first file's inode is an inode of its own, with a numbered id; each
-/// keeps its own count, and the first file's id is unchanged.
+/// the first file's inode is an inode of its own, with a node id of its
+/// own; each keeps its own count, and the first file's id is unchanged.
 fn a_number_given_again_is_an_inode_of_its_own<T: InodeTable>() {
     let t = table::<T>();
     let first = t.lookup(key(10), fd);
@@ -319,8 +323,7 @@ fn a_number_given_again_is_an_inode_of_its_own<T: InodeTable>() {
         ..key(10)
     };
     let second = t.lookup(again, fd);
-    assert_eq!(first, 10);
-    assert_eq!(second >> 56, 0xff, "numbered: {second:#x}");
+    assert_ne!(first, second);
     assert_eq!(t.lookup(again, fd), second, "the same id while it lives");
     assert_eq!(t.lookup(key(10), fd), first);
     assert_eq!(t.get(second).unwrap().key, again);
@@ -360,7 +363,7 @@ fn handle() -> HostInode {
 /// [`KEEP_FORGOTTEN`], the oldest dropped first: only those named by file
 /// handle and born at a known time (a descriptor would stay open; a key
 /// with no birth could be a later file's). A kept inode is found again by
-/// `lookup_known` under its node id, and is the kernel's again.
+/// `lookup_known` by its key, and is the kernel's again.
 #[test]
 fn forgotten_inodes_are_kept_up_to_the_bound() {
     let t = table::<LockrefTable>();
@@ -369,9 +372,11 @@ fn forgotten_inodes_are_kept_up_to_the_bound() {
         ..key(ino)
     };
     let many = KEEP_FORGOTTEN as u64 + 100;
+    let mut ids = Vec::new();
     for ino in 2..2 + many {
-        assert_eq!(t.lookup(born(ino), handle), ino);
-        t.forget(ino, 1).unwrap();
+        let id = t.lookup(born(ino), handle);
+        t.forget(id, 1).unwrap();
+        ids.push(id);
     }
     assert_eq!(
         (t.kept(), t.inodes()),
@@ -380,8 +385,13 @@ fn forgotten_inodes_are_kept_up_to_the_bound() {
     );
     assert_eq!(t.lookup_known(born(2)), None, "the oldest dropped");
     let last = 1 + many;
-    assert_eq!(t.lookup_known(born(last)), Some(last), "the newest kept");
-    assert_eq!(t.kernel_lookups(last), Some(1));
+    let last_id = *ids.last().unwrap();
+    assert_eq!(
+        t.lookup_known(born(last)),
+        Some(last_id),
+        "the newest kept, under its node id"
+    );
+    assert_eq!(t.kernel_lookups(last_id), Some(1));
     assert_eq!(
         t.lookup_known(Key {
             birth: 8,
@@ -390,7 +400,7 @@ fn forgotten_inodes_are_kept_up_to_the_bound() {
         None,
         "another birth"
     );
-    t.forget(last, 1).unwrap();
+    t.forget(last_id, 1).unwrap();
 
     let a = t.lookup(key(5_000_000), handle);
     let b = t.lookup(born(5_000_001), fd);
@@ -401,8 +411,8 @@ fn forgotten_inodes_are_kept_up_to_the_bound() {
     assert_eq!(t.lookup_known(key(5_000_000)), None);
 
     let none = table::<LockrefTable<0>>();
-    none.lookup(born(2), handle);
-    none.forget(2, 1).unwrap();
+    let id = none.lookup(born(2), handle);
+    none.forget(id, 1).unwrap();
     assert_eq!(none.kept(), 0, "a bound of 0 keeps none");
 }
 
@@ -415,14 +425,14 @@ fn forgotten_inodes_are_kept_up_to_the_bound() {
 fn a_kept_inode_found_again_then_removed_is_not_kept_again() {
     let t = table::<LockrefTable>();
     let born = Key { birth: 7, ..key(9) };
-    assert_eq!(t.lookup(born, handle), 9);
-    t.forget(9, 1).unwrap();
+    let id = t.lookup(born, handle);
+    t.forget(id, 1).unwrap();
     assert_eq!(t.kept(), 1, "kept at zero");
-    assert_eq!(t.lookup_known(born), Some(9), "found again, revived");
+    assert_eq!(t.lookup_known(born), Some(id), "found again, revived");
     let removed = t.find_known(born).expect("the kernel holds it");
     LockrefTable::<KEEP_FORGOTTEN>::mark_gone(&removed);
     drop(removed);
-    t.forget(9, 1).unwrap();
+    t.forget(id, 1).unwrap();
     assert_eq!(t.lookup_known(born), None, "the kernel's forget ended it");
     assert_eq!(t.kept(), 0);
     assert!(t.only_root());

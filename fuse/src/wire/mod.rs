@@ -16,7 +16,7 @@ mod request;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use reply::{Overflow, Reply};
+pub(crate) use reply::{Entry, Overflow, Reply};
 pub(crate) use request::{time, InHeader, Malformed, OpIn, Payload, Request};
 
 /// `sizeof(struct fuse_in_header)`.

@@ -12,6 +12,14 @@ use fuser::{FileAttr, FileType, FopenFlags, Generation, INodeNo};
 
 use super::{HEADER_LEN, OUT_HEADER_LEN, PAYLOAD_SZ};
 
+/// An entry reply's inode: the node id the kernel names it by from now
+/// on, and its attributes (whose `ino` is the number `stat` reports).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entry {
+    pub(crate) node: u64,
+    pub(crate) attr: FileAttr,
+}
+
 /// A reply being written into a payload buffer, with the length written
 /// so far.
 pub(crate) struct Reply<'a> {
@@ -93,16 +101,16 @@ impl<'a> Reply<'a> {
         self.put_attr(a)
     }
 
-    /// Appends a `fuse_entry_out` (128 bytes): the node id is the
-    /// attributes' `ino`, as fuser's (`node_id.rs`), 0 for a negative
-    /// entry.
+    /// Appends a `fuse_entry_out` (128 bytes) for `entry`: its node id (0
+    /// for a negative entry) and its attributes.
     pub(crate) fn put_entry(
         &mut self,
         ttl: Duration,
-        a: &FileAttr,
+        entry: &Entry,
         generation: Generation,
     ) -> Result<(), Overflow> {
-        self.put_u64(a.ino.0)?;
+        let a = &entry.attr;
+        self.put_u64(entry.node)?;
         self.put_u64(generation.0)?;
         self.put_u64(ttl.as_secs())?;
         self.put_u64(ttl.as_secs())?;
@@ -157,7 +165,7 @@ impl<'a> Reply<'a> {
         &mut self,
         max: usize,
         ttl: Duration,
-        attr: &FileAttr,
+        entry: &Entry,
         generation: Generation,
         offset: u64,
         name: &OsStr,
@@ -166,8 +174,8 @@ impl<'a> Reply<'a> {
         if self.len + size > max {
             return Ok(false);
         }
-        self.put_entry(ttl, attr, generation)?;
-        self.put_dirent_unchecked(attr.ino, offset, attr.kind, name)?;
+        self.put_entry(ttl, entry, generation)?;
+        self.put_dirent_unchecked(entry.attr.ino, offset, entry.attr.kind, name)?;
         Ok(true)
     }
 

@@ -28,6 +28,13 @@ fn attr(ino: u64) -> FileAttr {
     }
 }
 
+fn entry(node: u64, ino: u64) -> Entry {
+    Entry {
+        node,
+        attr: attr(ino),
+    }
+}
+
 fn header() -> Box<[u8; HEADER_LEN]> {
     Box::new([0u8; HEADER_LEN])
 }
@@ -38,7 +45,7 @@ fn header() -> Box<[u8; HEADER_LEN]> {
 fn replies_have_the_kernels_sizes() {
     let mut p = vec![0u8; 4096];
     let sizes: Vec<usize> = [
-        |r: &mut Reply<'_>| r.put_entry(Duration::from_secs(1), &attr(9), Generation(0)),
+        |r: &mut Reply<'_>| r.put_entry(Duration::from_secs(1), &entry(5, 9), Generation(0)),
         |r: &mut Reply<'_>| r.put_attr_out(Duration::from_secs(1), &attr(9)),
         |r: &mut Reply<'_>| r.put_open(3, FopenFlags::empty(), None),
         |r: &mut Reply<'_>| r.put_attr(&attr(9)),
@@ -54,14 +61,14 @@ fn replies_have_the_kernels_sizes() {
 }
 
 #[test]
-fn an_entry_carries_the_node_id_the_mode_and_the_timeout() {
+fn an_entry_carries_the_node_id_the_inode_number_the_mode_and_the_timeout() {
     let mut h = header();
     let mut p = vec![0u8; 4096];
     let mut r = Reply::new(&mut p);
-    r.put_entry(Duration::new(2, 5), &attr(42), Generation(0))
+    r.put_entry(Duration::new(2, 5), &entry(7, 42), Generation(0))
         .unwrap();
     r.finish(77, 0).into_ring(&mut h);
-    assert_eq!(u64_at(&p, 0), 42, "node id");
+    assert_eq!(u64_at(&p, 0), 7, "node id: the table's, not the number");
     assert_eq!((u64_at(&p, 16), u32_at(&p, 32)), (2, 5), "entry timeout");
     assert_eq!(u64_at(&p, 40), 42, "attr.ino");
     assert_eq!(u64_at(&p, 40 + 24), 7, "atime seconds");
@@ -107,13 +114,15 @@ fn dirents_are_padded_to_eight_and_stop_at_the_page() {
     assert_eq!(u32_at(&p, 20), libc::S_IFREG >> 12, "type");
     assert_eq!(&p[24..32], b"a\0\0\0\0\0\0\0");
     let mut r = Reply::new(&mut p);
-    let at = attr(4);
+    let at = entry(3, 4);
     let plus = |r: &mut Reply<'_>| {
         r.put_direntplus(200, Duration::ZERO, &at, Generation(0), 9, OsStr::new("d"))
     };
     assert!(plus(&mut r).unwrap());
     assert_eq!(r.len, 128 + 32);
     assert!(!plus(&mut r).unwrap(), "a second does not fit in 200");
+    assert_eq!(u64_at(&p, 0), 3, "the entry's node id");
+    assert_eq!(u64_at(&p, 128), 4, "the dirent's inode number");
 }
 
 #[test]
