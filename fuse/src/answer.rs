@@ -3,50 +3,15 @@
 //! payload, both through [`Reply`].
 
 use std::ffi::OsStr;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
-use fuser::{Errno, FileAttr, FileType, FopenFlags, Generation, INodeNo};
+use fuser::{Errno, FileType, Generation, INodeNo};
 
 use crate::dirs::{DirPage, DirPlusPage};
-use crate::dispatch::{decide_request, Answer};
+use crate::dispatch::{decide_request, Answer, OPEN_FILE_FLAGS};
 use crate::fs::{Entry, Passthrough, GENERATION};
 use crate::table::InodeTable;
 use crate::wire::{Malformed, Overflow, Reply, Request, HEADER_LEN, OUT_HEADER_LEN};
-
-/// The flags of every regular file's open: no `FLUSH` at each close
-/// (`FOPEN_NOFLUSH`, Linux 5.16+). The server keeps nothing to flush: every
-/// write went to the host when it came, the kernel keeps `fcntl` and
-/// `flock` locks itself (`FUSE_POSIX_LOCKS` is not negotiated), and there
-/// is no writeback cache. So a close costs no round trip; the host file is
-/// closed at the `RELEASE`. (A kernel without the flag still sends
-/// `FLUSH`, answered by a check of the handle.)
-pub(crate) const OPEN_FILE_FLAGS: FopenFlags = FopenFlags::FOPEN_NOFLUSH;
-
-/// A `LOOKUP` reply for a name that does not exist: node id 0, nothing
-/// else read. The kernel keeps it for the entry timeout, as libfuse's
-/// passthrough does, so that the next failed open of the name is no round
-/// trip; it drops it itself when a create, mkdir, link, symlink or rename
-/// through this mount makes the name, and a name made on the host directly
-/// shows after the timeout, as attributes do.
-pub(crate) fn negative_entry() -> FileAttr {
-    FileAttr {
-        ino: INodeNo(0),
-        size: 0,
-        blocks: 0,
-        atime: UNIX_EPOCH,
-        mtime: UNIX_EPOCH,
-        ctime: UNIX_EPOCH,
-        crtime: UNIX_EPOCH,
-        kind: FileType::RegularFile,
-        perm: 0,
-        nlink: 0,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        blksize: 0,
-        flags: 0,
-    }
-}
 
 impl From<Malformed> for Errno {
     fn from(_: Malformed) -> Self {

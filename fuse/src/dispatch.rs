@@ -5,15 +5,15 @@
 use std::io;
 use std::os::fd::BorrowedFd;
 use std::path::Path;
+use std::time::UNIX_EPOCH;
 
 use fuser::{
-    AccessFlags, Errno, FileAttr, FileHandle, FopenFlags, INodeNo, OpenFlags, RenameFlags,
-    TimeOrNow,
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, FopenFlags, INodeNo, OpenFlags,
+    RenameFlags, TimeOrNow,
 };
 use nix::sys::statvfs::Statvfs;
 use nix::unistd::UnlinkatFlags;
 
-use crate::answer::{negative_entry, OPEN_FILE_FLAGS};
 use crate::attrs::SetAttr;
 use crate::backing::Backing;
 use crate::creds::Caller;
@@ -21,6 +21,41 @@ use crate::fs::{Entry, Passthrough};
 use crate::table::InodeTable;
 use crate::wire::{fattr, op, time, InHeader, OpIn, Payload, Request};
 use crate::xattr::XattrReply;
+
+/// The flags of every regular file's open: no `FLUSH` at each close
+/// (`FOPEN_NOFLUSH`, Linux 5.16+). The server keeps nothing to flush: every
+/// write went to the host when it came, the kernel keeps `fcntl` and
+/// `flock` locks itself (`FUSE_POSIX_LOCKS` is not negotiated), and there
+/// is no writeback cache. So a close costs no round trip; the host file is
+/// closed at the `RELEASE`. (A kernel without the flag still sends
+/// `FLUSH`, answered by a check of the handle.)
+pub(crate) const OPEN_FILE_FLAGS: FopenFlags = FopenFlags::FOPEN_NOFLUSH;
+
+/// A `LOOKUP` reply for a name that does not exist: node id 0, nothing
+/// else read. The kernel keeps it for the entry timeout, as libfuse's
+/// passthrough does, so that the next failed open of the name is no round
+/// trip; it drops it itself when a create, mkdir, link, symlink or rename
+/// through this mount makes the name, and a name made on the host directly
+/// shows after the timeout, as attributes do.
+pub(crate) fn negative_entry() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 0,
+        flags: 0,
+    }
+}
 
 /// What an operation answers, before it is written into the entry (the
 /// request's buffers are read until then, the reply overwrites them).

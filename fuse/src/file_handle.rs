@@ -12,7 +12,7 @@ use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use crate::host_inode::FileHandleBytes;
+use crate::handle_bytes::FileHandleBytes;
 
 /// The largest handle the kernel hands out (`MAX_HANDLE_SZ`).
 const MAX_HANDLE_SZ: usize = 128;

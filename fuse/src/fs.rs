@@ -31,7 +31,7 @@ use crate::host_inode::{DescriptorSlot, HostInode};
 use crate::inode_numbers::InodeNumbers;
 use crate::live::Live;
 use crate::mounts::{Mounts, Reopens};
-use crate::options::{HostInodes, Options, DEFAULT_TTL};
+use crate::options::{HostInodes, Options, DEFAULT_THREADS, DEFAULT_TTL};
 use crate::root_alias;
 use crate::shares::Shares;
 use crate::table::InodeTable;
@@ -185,7 +185,7 @@ impl<T: InodeTable> Passthrough<T> {
             found_known: AtomicU64::new(0),
             acl_reads: AtomicU64::new(0),
             ttl: options.ttl,
-            shares: Shares::new(crate::mount::MountConfig::default().threads),
+            shares: Shares::new(DEFAULT_THREADS),
             #[cfg(feature = "testing")]
             fault: crate::fault::LookupFault::new(),
             #[cfg(feature = "testing")]

@@ -49,6 +49,7 @@
 //! | the share shown through an alias of the root, whose ACL the kernel caches | `root_alias.rs` |
 //! | names, attributes, `/proc/self/fd`; what a lookup learns of a host inode, its key | `host/` |
 //! | a host inode: a descriptor, or a file handle and its slot | `host_inode.rs` |
+//! | a file handle's bytes, as the host gave them | `handle_bytes.rs` |
 //! | `name_to_handle_at`, `open_by_handle_at` | `file_handle.rs` |
 //! | the mounts inodes are named by handle on, each with its reopening descriptor | `mounts.rs` |
 //! | the bounded cache of reopened descriptors | `descriptors/` |
@@ -89,6 +90,7 @@ mod file_handle;
 mod files;
 #[cfg(feature = "server")]
 mod fs;
+mod handle_bytes;
 #[cfg(feature = "server")]
 mod handles;
 #[cfg(feature = "server")]
@@ -143,7 +145,7 @@ pub use crate::lockref_inodes::{LockrefInode, LockrefTable, KEEP_FORGOTTEN};
 #[cfg(feature = "server")]
 pub use crate::mount::MountConfig;
 #[cfg(feature = "server")]
-pub use crate::options::{HostInodes, Options, DEFAULT_TTL};
+pub use crate::options::{HostInodes, Options, DEFAULT_THREADS, DEFAULT_TTL};
 #[cfg(feature = "server")]
 pub use crate::root_alias::{ROOT_ALIAS_ID, ROOT_ALIAS_NAME};
 #[cfg(feature = "server")]

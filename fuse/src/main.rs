@@ -47,7 +47,7 @@ struct Args {
     /// One more thread reads /dev/fuse for other users' requests, so that
     /// one user's requests, however many or slow, never hold them all
     /// (each user gets a share of these threads while others wait).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, default_value_t = lockref_fuse::DEFAULT_THREADS as u16, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
     /// Let other users in: needed for a mount meant for several users, since
     /// without it the kernel refuses every caller but the user who mounted

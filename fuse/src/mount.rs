@@ -48,7 +48,7 @@ impl Default for MountConfig {
     fn default() -> Self {
         MountConfig {
             fsname: "lockref-fuse".into(),
-            threads: 4,
+            threads: crate::options::DEFAULT_THREADS,
             allow_other: false,
             root_alias: true,
             io_uring: false,

@@ -6,6 +6,11 @@ use std::time::Duration;
 
 use crate::handles::HandleLimits;
 
+/// Serving threads unless asked otherwise
+/// ([`MountConfig::threads`](crate::MountConfig::threads)): the peers'
+/// count (libfuse's `passthrough_hp` and fuse-backend-rs serve on four).
+pub const DEFAULT_THREADS: usize = 4;
+
 /// How long the kernel may trust an entry or attributes without asking,
 /// unless [`Options::ttl`] says otherwise.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(1);

@@ -32,11 +32,7 @@ use crate::table::InodeTable;
 use crate::turns::in_turn;
 use crate::wire::{op, Request};
 
-/// The largest `WRITE` asked for at `INIT`, and so the largest request
-/// and reply but a header: each ring entry's payload buffer and each
-/// serving thread's buffer must hold it. The kernel's own cap (256
-/// pages) is 1 MiB too.
-pub(crate) const MAX_WRITE: u32 = 1 << 20;
+pub(crate) use crate::wire::MAX_WRITE;
 
 /// A serving thread's buffer: the largest request (a `WRITE` of
 /// [`MAX_WRITE`] and its header and arguments), and the largest reply. At

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use crate::fs::Passthrough;
 use crate::table::InodeTable;
 
-pub(crate) use crate::dev::MAX_WRITE;
+pub(crate) use crate::wire::MAX_WRITE;
 
 /// The running rings of a mount.
 pub(crate) struct Rings {

@@ -19,6 +19,12 @@ mod tests;
 pub(crate) use reply::{Entry, Overflow, Reply};
 pub(crate) use request::{time, InHeader, Malformed, OpIn, Payload, Request};
 
+/// The largest `WRITE` asked for at `INIT`, and so the largest request
+/// and reply but a header: each ring entry's payload buffer and each
+/// `/dev/fuse` serving thread's buffer must hold it. The kernel's own cap
+/// (256 pages) is 1 MiB too.
+pub(crate) const MAX_WRITE: u32 = 1 << 20;
+
 /// `sizeof(struct fuse_in_header)`.
 pub(crate) const IN_HEADER_LEN: usize = 40;
 
