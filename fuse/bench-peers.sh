@@ -206,6 +206,9 @@ run_workloads() { # SERVER ROUND
     timed git_status_warm_x3 "git -C $mnt/repo status --porcelain > /dev/null" \
         "for i in 1 2 3; do git -C $mnt/repo status --porcelain; done"
     timed ls_f_10000 "forget" "ls -f $mnt/many"
+    # 2,000 small files read cold, right after the kernel forgot every
+    # inode and dropped every page: each an open, a read and a close.
+    timed cold_read_small "forget" "cat $mnt/repo/d*/f*"
     # Read once untimed first: on the dev VM the first read of the file
     # after a mount took 0.145 s or 0.27-0.47 s by turns, whatever the
     # server (every server's reads are kernel passthrough there), and the
