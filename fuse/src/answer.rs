@@ -153,6 +153,10 @@ pub(crate) struct Page<'r, 'a> {
 }
 
 impl DirPage for Page<'_, '_> {
+    fn room(&self) -> usize {
+        self.max.saturating_sub(self.reply.len())
+    }
+
     fn add(&mut self, ino: INodeNo, offset: u64, kind: FileType, name: &OsStr) -> bool {
         match self.reply.put_dirent(self.max, ino, offset, kind, name) {
             Ok(added) => !added,
@@ -165,6 +169,10 @@ impl DirPage for Page<'_, '_> {
 }
 
 impl DirPlusPage for Page<'_, '_> {
+    fn room(&self) -> usize {
+        self.max.saturating_sub(self.reply.len())
+    }
+
     fn add(
         &mut self,
         offset: u64,

@@ -187,9 +187,10 @@ pub(crate) struct DirEntry<'a> {
     pub(crate) next: u64,
 }
 
-/// Bytes of host entries read per `getdents` call: a FUSE reply holds at
-/// most a page or two of entries, so one call usually fills it.
+/// The most bytes of host entries read per `getdents` call.
 const LISTING_CHUNK: usize = 32 << 10;
+/// The least: room for the longest entry (a 255-byte name) several times.
+const LISTING_CHUNK_MIN: usize = 2 << 10;
 
 /// An open directory, streamed: a descriptor of its own (so its position
 /// is this handle's), read from the requested offset at each request.
@@ -237,16 +238,25 @@ impl DirStream {
     ///
     /// The host's error from the seek or a read; the entries before it
     /// were passed to `each`.
+    ///
+    /// Each `getdents` reads about `wanted` bytes of host entries (within
+    /// bounds): the room the reply has, in host entries. A host entry is
+    /// never larger than the FUSE entry of the same name, so one call
+    /// fills a `READDIR` page and the host lists no entry the page has
+    /// no room for (32 KiB each time, for a 4 KiB page, made the host list
+    /// every entry eight times over).
     pub(crate) fn list_from(
         &self,
         offset: u64,
+        wanted: usize,
         mut each: impl FnMut(DirEntry<'_>) -> ControlFlow<()>,
     ) -> Result<(), Errno> {
         let fd = self.fd.lock().unwrap_or_else(|e| e.into_inner());
         rustix::fs::seek(&*fd, rustix::fs::SeekFrom::Start(offset))
             .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
-        let mut buf = Vec::<MaybeUninit<u8>>::with_capacity(LISTING_CHUNK);
-        buf.resize(LISTING_CHUNK, MaybeUninit::uninit());
+        let chunk = wanted.clamp(LISTING_CHUNK_MIN, LISTING_CHUNK);
+        let mut buf = Vec::<MaybeUninit<u8>>::with_capacity(chunk);
+        buf.resize(chunk, MaybeUninit::uninit());
         let mut dir = rustix::fs::RawDir::new(&*fd, &mut buf);
         while let Some(entry) = dir.next() {
             let entry = entry.map_err(|e| Errno::from_i32(e.raw_os_error()))?;

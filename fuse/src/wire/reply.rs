@@ -38,6 +38,11 @@ impl<'a> Reply<'a> {
         Reply { payload, len: 0 }
     }
 
+    /// The payload's length so far.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The room left in the payload buffer.
     pub(crate) fn room(&self) -> usize {
         self.payload.len() - self.len
