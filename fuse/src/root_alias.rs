@@ -37,8 +37,8 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 
 use crate::table::ROOT_ID;
 
-/// The node id of the alias: the one numbered id never given
-/// (`node_id.rs` numbers from 1).
+/// The node id of the alias: above every node id a table gives (the
+/// lockref table's ids stay below 2^63, the others count up from 2).
 pub const ROOT_ALIAS_ID: u64 = 0xff << 56;
 
 /// The name the alias is looked up by, in node id 1 only (which no path
