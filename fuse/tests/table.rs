@@ -133,20 +133,24 @@ fn a_handle_keeps_its_inode_in_the_lockref_table() {
 }
 
 /// Many threads looking up, getting and forgetting the same few inodes:
-/// every count ends exact and only the root is left.
+/// a host inode keeps one node id while the kernel holds it (an inode
+/// dying meanwhile never takes its successor's key with it), every count
+/// ends exact and only the root is left.
 fn concurrent_lookups_and_forgets<T: InodeTable>() {
     let t = table::<T>();
     std::thread::scope(|s| {
         for th in 0..4 {
             let t = &t;
             s.spawn(move || {
-                for i in 0..2_000u64 {
+                for i in 0..10_000u64 {
                     let k = key(10 + (i + th) % 3);
                     let id = t.lookup(k, fd);
                     if let Some(r) = t.get(id) {
                         assert_eq!(r.key, k);
                     }
-                    t.forget(id, 1).unwrap();
+                    // Held: one node id for the host inode until forgotten.
+                    assert_eq!(t.lookup(k, fd), id, "a second node id while held");
+                    t.forget(id, 2).unwrap();
                 }
             });
         }
