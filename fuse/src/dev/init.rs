@@ -11,7 +11,7 @@ use fuser::InitFlags;
 use super::{MAX_WRITE, READ_BUFFER_LEN};
 use crate::fs::Passthrough;
 use crate::table::InodeTable;
-use crate::wire::{op, InHeader, Request, OUT_HEADER_LEN};
+use crate::wire::{op, InHeader, Reply, Request, OUT_HEADER_LEN};
 
 /// The protocol answered: 7.40, as the kernel's of Linux 6.9 to 6.13 (and
 /// fuser's). A newer kernel speaks to it as to a server of 7.40; every
@@ -86,11 +86,11 @@ pub(crate) fn answer_init<T: InodeTable>(fs: &Passthrough<T>, dev: &OwnedFd) -> 
         let args = request.op_in();
         let major = args.u32(0);
         if major > MAJOR {
-            reply(dev, &header, &init_out(0, 0, 0))?;
+            send(dev, &header, 0, &init_out(0, 0, 0))?;
             continue;
         }
         if major < MAJOR {
-            reply_error(dev, &header, libc::EPROTO)?;
+            send(dev, &header, libc::EPROTO, &[])?;
             return Err(invalid("a kernel older than FUSE 7"));
         }
         let low = args.u32(12);
@@ -106,9 +106,10 @@ pub(crate) fn answer_init<T: InodeTable>(fs: &Passthrough<T>, dev: &OwnedFd) -> 
         };
         let offered = InitFlags::from_bits_retain(u64::from(low) | (u64::from(high) << 32));
         let flags = terms(fs, offered);
-        reply(
+        send(
             dev,
             &header,
+            0,
             &init_out(args.u32(8), flags.bits(), MAX_WRITE),
         )?;
         return Ok(());
@@ -164,22 +165,16 @@ fn init_out(max_readahead: u32, flags: u64, max_write: u32) -> [u8; INIT_OUT_LEN
     out
 }
 
-fn reply(dev: &OwnedFd, header: &InHeader, payload: &[u8]) -> io::Result<()> {
+/// Sends `INIT`'s reply: `payload`, or the error `errno` (then none),
+/// written as every other reply is (`wire::Reply`).
+fn send(dev: &OwnedFd, header: &InHeader, errno: i32, payload: &[u8]) -> io::Result<()> {
     let mut out = vec![0u8; OUT_HEADER_LEN + payload.len()];
-    let len = u32::try_from(out.len()).expect("a short reply");
-    out[0..4].copy_from_slice(&len.to_ne_bytes());
-    out[8..16].copy_from_slice(&header.unique.to_ne_bytes());
-    out[OUT_HEADER_LEN..].copy_from_slice(payload);
-    nix::unistd::write(dev, &out)?;
-    Ok(())
-}
-
-fn reply_error(dev: &OwnedFd, header: &InHeader, errno: i32) -> io::Result<()> {
-    let mut out = [0u8; OUT_HEADER_LEN];
-    out[0..4].copy_from_slice(&(OUT_HEADER_LEN as u32).to_ne_bytes());
-    out[4..8].copy_from_slice(&(-errno).to_ne_bytes());
-    out[8..16].copy_from_slice(&header.unique.to_ne_bytes());
-    nix::unistd::write(dev, &out)?;
+    let (head, body) = out.split_at_mut(OUT_HEADER_LEN);
+    let mut reply = Reply::new(body);
+    reply.put(payload).expect("sized for the payload");
+    let finished = reply.finish(header.unique, errno);
+    head.copy_from_slice(&finished.header);
+    nix::unistd::write(dev, &out[..OUT_HEADER_LEN + finished.len])?;
     Ok(())
 }
 
