@@ -47,8 +47,12 @@ use crate::ref_counted::RefCounted;
 /// enters the grace section and drops to zero without the lock; then
 /// [`RefCounted::fate_unlocked`] may keep the object as it is, or kill it
 /// with one more compare-and-swap (zero to dead, which fails if a lookup
-/// revived it), and only an undecided object takes the lock. A put that
-/// is not the last enters no grace section (one compare-and-swap).
+/// revived it), and only an undecided object takes the lock. An object
+/// whose kill at zero is certain before its last put
+/// ([`RefCounted::killed_at_zero`]: removed from its table, of a cache
+/// that keeps none) is dropped and killed in one compare-and-swap, with
+/// no grace section. A put that is not the last enters no grace section
+/// (one compare-and-swap).
 ///
 /// # Examples
 ///

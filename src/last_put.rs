@@ -50,11 +50,24 @@ pub(crate) unsafe fn put_many<T: RefCounted>(
     // Without the lockless paths (`LOCKLESS` is false), a lockless put
     // never succeeds: a grace section would buy nothing.
     if crate::LOCKLESS {
+        let reads_last = lockref.count() == Some(n);
+        // SAFETY: as above: the caller's references keep the object, and
+        // the borrow ends before the compare-and-swap that gives them up.
+        if reads_last && unsafe { ptr.as_ref() }.killed_at_zero() {
+            // The last references dropped and the object killed at once:
+            // no grace section, no second compare-and-swap.
+            // SAFETY: the caller owns the `n` references this gives up.
+            if let Ok(true) = unsafe { lockref.raw().put_many_and_kill(n) } {
+                return Ok(Some(Killed { ptr }));
+            }
+            // Not the last after all, or the lock held: nothing changed,
+            // the usual way below.
+        }
         // A put that reads as the last goes straight to the grace section
         // (as `dput`'s `rcu_read_lock` first); one that reads as not the
         // last tries without it, and learns if it was the last after all.
         let last = !T::Word::GRACE_FOR_THE_LAST_PUT_ONLY
-            || lockref.count() == Some(n)
+            || reads_last
             || match lockref.raw().put_many_unless_last(n) {
                 // Others hold it (or it is saturated): not ours any more.
                 Ok(true) => return Ok(None),

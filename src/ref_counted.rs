@@ -132,6 +132,26 @@ pub unsafe trait RefCounted: Sized {
         false
     }
 
+    /// Whether this object is certain to be killed at zero, asked by a put
+    /// that reads its references as the last, before it drops them (the
+    /// object is still referenced: everything may be read). `true` lets
+    /// that put drop them and mark the object dead in one
+    /// compare-and-swap, if they are still the last and the lock is free;
+    /// [`last_put`](Self::last_put) and
+    /// [`fate_unlocked`](Self::fate_unlocked) are then not asked, and
+    /// [`release`](Self::release) runs as after any kill. A put that finds
+    /// another reference taken meanwhile, or the lock held, goes the usual
+    /// way. `false` (the default) always goes the usual way.
+    ///
+    /// Say `true` only when a kill at zero needs no decision: what makes
+    /// it so holds for the object's life (removed from its table, marked
+    /// to die, a cache that keeps nothing), and `release` does all the
+    /// teardown (a `last_put` that unlinks the object under its lock is
+    /// skipped).
+    fn killed_at_zero(&self) -> bool {
+        false
+    }
+
     /// With a [`grace`](Self::grace) section only: after a lockless put
     /// brought the count to zero, the object's [`Fate`] if it is certain
     /// without the lock, or `None` to take the lock and ask

@@ -122,8 +122,8 @@ pub fn legend(results: &[Measurement]) -> String {
              \x20                no forgotten inode (the FUSE server's), the same keeping up to 1024 on its\n\
              \x20                LRU, and the virtiofsd-style table. Every thread on one directory and one\n\
              \x20                file, each cycling through zero. The last put takes no lock: one\n\
-             \x20                compare-and-swap to zero (lockref keep: the entry stays listed), one more\n\
-             \x20                to kill it (lockref: every cycle makes and releases an entry).\n",
+             \x20                compare-and-swap to zero (lockref keep: the entry stays listed), or to\n\
+             \x20                dead (lockref: every cycle makes and releases an entry).\n",
         );
     }
     if has("replay") {

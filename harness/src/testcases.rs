@@ -41,7 +41,7 @@ pub enum Testcase {
     /// Every thread on one hot directory and file whose entries cycle
     /// through zero (LOOKUP, GETATTR of each, FORGET of each): the last
     /// put drops the count to zero without the lock (a cached entry stays;
-    /// on a table that keeps none, one more compare-and-swap kills it).
+    /// on a table that keeps none, the same compare-and-swap kills it).
     HotInode,
 }
 

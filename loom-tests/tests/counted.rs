@@ -390,12 +390,30 @@ struct Graced<W: Word> {
     /// Whether the word freezes the count under its lock (the
     /// compare-and-swap word), so that `last_put` always sees zero.
     frozen: bool,
+    /// The kill is decided without the lock (`fate_unlocked`), and, with
+    /// `Some(true)`, known before the last put (`killed_at_zero`): a table
+    /// entry removed, or of a table that keeps none. `None`: `last_put`
+    /// decides under the lock.
+    unlocked_kill: Option<bool>,
     released: AtomicUsize,
     asked: AtomicUsize,
 }
 
+impl<W: Word> Graced<W> {
+    /// A new one, referenced once, never freed inside the model.
+    fn leaked(frozen: bool, unlocked_kill: Option<bool>) -> NonNull<Self> {
+        NonNull::from(Box::leak(Box::new(Graced {
+            lockref: LockRef::with_raw((), W::default()),
+            frozen,
+            unlocked_kill,
+            released: AtomicUsize::new(0),
+            asked: AtomicUsize::new(0),
+        })))
+    }
+}
+
 // SAFETY: never freed inside the model (the grace the contract asks for);
-// `retain_unlocked` reads nothing that changes.
+// `fate_unlocked` and `killed_at_zero` read nothing that changes.
 unsafe impl<W: Word> RefCounted for Graced<W> {
     type Data = ();
     type Word = W;
@@ -423,16 +441,19 @@ unsafe impl<W: Word> RefCounted for Graced<W> {
     fn grace() -> Option<()> {
         Some(())
     }
+
+    fn fate_unlocked(&self) -> Option<Fate> {
+        self.unlocked_kill.map(|_| Fate::Kill)
+    }
+
+    fn killed_at_zero(&self) -> bool {
+        self.unlocked_kill == Some(true)
+    }
 }
 
 fn grace_put_to_zero_races_a_revival_and_kills_once<W: Word>(frozen: bool) {
     model(move || {
-        let raw = NonNull::from(Box::leak(Box::new(Graced {
-            lockref: LockRef::with_raw((), W::default()),
-            frozen,
-            released: AtomicUsize::new(0),
-            asked: AtomicUsize::new(0),
-        })));
+        let raw = Graced::<W>::leaked(frozen, None);
         let addr = raw.as_ptr() as usize;
         // SAFETY: the new object's count of one.
         let a = unsafe { CountedRef::from_raw(raw) };
@@ -462,6 +483,54 @@ fn grace_put_to_zero_races_a_revival_and_kills_once<W: Word>(frozen: bool) {
         // SAFETY: unreferenced, from the box above.
         drop(unsafe { Box::from_raw(raw.as_ptr()) });
     });
+}
+
+/// The lockless kill of a last put races a lookup that revives the
+/// object: with `known_before`, the put drops its reference and kills in
+/// one compare-and-swap (`put_many_and_kill`); without, it drops to zero,
+/// then kills in a second (`kill_if_zero_unlocked`). Either kill lands
+/// only on the count it expects: a lookup that got its reference holds a
+/// live object, released once, after that reference. (A kill that does
+/// not check the count kills under the lookup's reference: the mutants
+/// `put-and-kill-of-a-revived-object` and `lockless-kill-of-a-revived-entry`
+/// fail these.)
+fn a_lockless_kill_races_a_revival(known_before: bool) {
+    model(move || {
+        let raw = Graced::<lockref::CasWord>::leaked(true, Some(known_before));
+        let addr = raw.as_ptr() as usize;
+        // SAFETY: the new object's count of one.
+        let held = unsafe { CountedRef::from_raw(raw) };
+        let lookup = thread::spawn(move || {
+            let ptr = NonNull::new(addr as *mut Graced<lockref::CasWord>).unwrap();
+            // SAFETY: never freed during the model.
+            if let Some(found) = unsafe { CountedRef::try_get(ptr) } {
+                // The other put's kill may run here.
+                thread::yield_now();
+                assert!(found.lockref.count().is_some(), "alive under its reference");
+                assert_eq!(found.released.load(SeqCst), 0, "and not released");
+            }
+        });
+        let put = thread::spawn(move || drop(held));
+        lookup.join().unwrap();
+        put.join().unwrap();
+        // SAFETY: never freed during the model; freed below.
+        let obj = unsafe { raw.as_ref() };
+        assert_eq!(obj.released.load(SeqCst), 1, "released once");
+        assert_eq!(obj.asked.load(SeqCst), 0, "decided without `last_put`");
+        assert_eq!(obj.lockref.count(), None, "dead");
+        // SAFETY: unreferenced, from the box above.
+        drop(unsafe { Box::from_raw(raw.as_ptr()) });
+    });
+}
+
+#[test]
+fn a_put_and_kill_in_one_swap_races_a_revival() {
+    a_lockless_kill_races_a_revival(true);
+}
+
+#[test]
+fn a_kill_after_a_lockless_zero_races_a_revival() {
+    a_lockless_kill_races_a_revival(false);
 }
 
 /// The `CountedRef` and `PathRef` models above, once per word.

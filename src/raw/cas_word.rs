@@ -80,6 +80,20 @@ impl Word {
         })
     }
 
+    /// Marks a word whose count is exactly `n` dead while its lock is
+    /// free, in one compare-and-swap (the last `n` references dropped and
+    /// the kill at once): `Ok(true)` killed, `Ok(false)` the count is not
+    /// `n` (nothing changed), `Err` the lock is held or the budget spent.
+    /// AcqRel on success: Release as a put (the caller's writes happen
+    /// before the teardown, whoever runs it), Acquire as a kill (every
+    /// other holder's releasing put happens before the teardown).
+    #[inline]
+    pub(crate) fn put_and_kill<P: Policy>(&self, stats: &Stats, n: i32) -> Result<bool, PutError> {
+        self.swap_while_free::<P>(stats, Ordering::AcqRel, |old| {
+            (count_of(old) == n).then(|| (old & !u64::from(u32::MAX)) | u64::from(DEAD as u32))
+        })
+    }
+
     /// Sets a dead word's count to `count` while its lock is free, in one
     /// compare-and-swap: `Ok(true)` revived, `Ok(false)` not dead, `Err`
     /// the lock is held (or the budget spent). Release on success: the

@@ -194,6 +194,25 @@ unsafe impl<P: Policy, K: Park> RawLockRef for CasWord<P, K> {
     }
 
     #[inline]
+    unsafe fn put_many_and_kill(&self, n: u32) -> Result<bool, PutError> {
+        if n == 0 || n >= crate::SATURATED {
+            // Nothing to drop, or more than a live count holds.
+            return Err(PutError::NotPositive);
+        }
+        // Counted before the compare-and-swap, as every put (on success
+        // the object is the caller's, dead, but a count after a put is not
+        // a habit to keep), and retracted below if nothing was written.
+        self.stats.record(Event::Operation);
+        self.stats.record(Event::Lockless);
+        let killed = self.word.put_and_kill::<P>(&self.stats, n as i32);
+        if killed != Ok(true) {
+            self.stats.retract(Event::Lockless);
+            self.stats.retract(Event::Operation);
+        }
+        killed
+    }
+
+    #[inline]
     fn kill_if_zero_unlocked(&self) -> Result<bool, PutError> {
         self.stats.record(Event::Operation);
         let killed = self.word.kill_if_zero::<P>(&self.stats);

@@ -158,6 +158,27 @@ pub unsafe trait RawLockRef: Sized {
         Err(PutError::Unsupported)
     }
 
+    /// Drops the last `n` references and marks the word dead in one
+    /// compare-and-swap, without the lock, if exactly `n` are held and the
+    /// lock is free: the last put of an object whose fate at zero is
+    /// already known to be a kill ([`RefCounted::killed_at_zero`](crate::RefCounted::killed_at_zero)), with
+    /// no separate put to zero and kill. `Ok(true)`: dead, and the caller,
+    /// whose references were the last, owns its teardown; `Ok(false)`:
+    /// more or fewer than `n` are held, it is dead already or saturated,
+    /// and nothing changed; `Err`: nothing changed (the lock held,
+    /// contended, or no lockless path: the default). `AcqRel` on success:
+    /// `Release` as any put, `Acquire` as a kill, so the teardown sees
+    /// every holder's writes.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `n` references, which this gives up on `Ok(true)`.
+    #[inline]
+    unsafe fn put_many_and_kill(&self, n: u32) -> Result<bool, PutError> {
+        let _ = n;
+        Err(PutError::Unsupported)
+    }
+
     /// Marks the word dead if its count is zero and its lock free, without
     /// taking the lock (the kill of a put to zero that needs no decision
     /// under the lock, [`RefCounted::fate_unlocked`](crate::RefCounted::fate_unlocked)).

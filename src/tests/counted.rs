@@ -279,6 +279,10 @@ unsafe impl<W: AnyWord> RefCounted for Graced<W> {
     fn retain_unlocked(&self) -> bool {
         self.retain
     }
+
+    fn killed_at_zero(&self) -> bool {
+        !self.retain
+    }
 }
 
 fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it<W: AnyWord>() {
@@ -295,6 +299,43 @@ fn with_grace_the_last_put_keeps_without_the_lock_or_kills_under_it<W: AnyWord>(
         // SAFETY: never freed by `release`; freed below.
         let obj = unsafe { raw.as_ref() };
         assert_eq!(obj.lockref.count(), retain.then_some(0));
+        assert_eq!(obj.released.load(Ordering::Relaxed), usize::from(!retain));
+        // SAFETY: unreferenced, from the box above.
+        drop(unsafe { Box::from_raw(raw.as_ptr()) });
+    }
+}
+
+/// Exact accounting of the last put with a grace section, on the default
+/// word: one lockless operation whether the object stays (a put to zero)
+/// or dies with its kill known before (the drop and the kill in one
+/// compare-and-swap), and no lock either way.
+#[cfg(feature = "stats")]
+#[test]
+fn the_last_put_with_a_grace_section_is_one_lockless_operation() {
+    for retain in [true, false] {
+        let raw = NonNull::from(Box::leak(Box::new(Graced::<crate::CasWord> {
+            lockref: lockref_at((), 1),
+            retain,
+            released: AtomicUsize::new(0),
+        })));
+        // SAFETY: the new object's count of one.
+        let r = unsafe { CountedRef::from_raw(raw) };
+        drop(r.clone());
+        r.lockref().raw().reset_stats();
+        drop(r);
+        // SAFETY: never freed by `release`; freed below.
+        let obj = unsafe { raw.as_ref() };
+        let s = obj.lockref.raw().stats();
+        let expected = if crate::LOCKLESS {
+            (1, 1, 0)
+        } else {
+            (s.operations, 0, s.lock_acquisitions)
+        };
+        assert_eq!(
+            (s.operations, s.lockless, s.lock_acquisitions),
+            expected,
+            "retain: {retain}"
+        );
         assert_eq!(obj.released.load(Ordering::Relaxed), usize::from(!retain));
         // SAFETY: unreferenced, from the box above.
         drop(unsafe { Box::from_raw(raw.as_ptr()) });

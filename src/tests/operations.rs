@@ -277,3 +277,34 @@ fn put_many_unless_last_states() {
     assert_eq!(s.raw().put_many_unless_last(2), Ok(true));
     assert_eq!(s.count(), Some(SATURATED));
 }
+
+/// `put_many_and_kill`: exactly `n` held with the lock free, dead in one
+/// compare-and-swap; more or fewer held, dead or saturated, nothing
+/// changes; refused with nothing changed while the lock is held.
+#[test]
+fn put_many_and_kill_states() {
+    fn put_and_kill<P: Policy>(r: &LockRef<(), CasWord<P>>, n: u32) -> Result<bool, PutError> {
+        // SAFETY: the test owns every reference counted, and only a call
+        // that kills (the last `n`) gives any up.
+        unsafe { r.raw().put_many_and_kill(n) }
+    }
+    let r = LockRef::<()>::with_count((), 3).unwrap();
+    if !LOCKLESS {
+        assert_eq!(put_and_kill(&r, 3), Err(PutError::Unsupported));
+        return;
+    }
+    assert_eq!(put_and_kill(&r, 2), Ok(false), "not the last two");
+    assert_eq!(put_and_kill(&r, 4), Ok(false), "more than held");
+    assert_eq!(put_and_kill(&r, 0), Err(PutError::NotPositive));
+    assert_eq!(r.count(), Some(3), "nothing moved");
+    let g = r.lock();
+    assert_eq!(put_and_kill(&r, 3), Err(PutError::Locked));
+    drop(g);
+    assert_eq!(r.count(), Some(3));
+    assert_eq!(put_and_kill(&r, 3), Ok(true));
+    assert!(r.is_dead() && !r.get_not_dead());
+    assert_eq!(put_and_kill(&r, 3), Ok(false), "dead already");
+    let s = saturated::<KernelRetry>();
+    assert_eq!(put_and_kill(&s, 1), Ok(false));
+    assert_eq!(s.count(), Some(SATURATED));
+}

@@ -216,6 +216,13 @@ unsafe impl<W: AnyWord, const GRACE: bool> RefCounted for Boxed<W, GRACE> {
     fn grace() -> Option<Self::Grace> {
         GRACE.then(|| GRACE_LOCK.read().unwrap())
     }
+    /// Always killed: with a grace section, the put that reads its
+    /// references as the last drops them and kills in one swap, and one
+    /// that learns it was the last after all drops to zero and kills in a
+    /// second; both race the other putters here.
+    fn killed_at_zero(&self) -> bool {
+        GRACE
+    }
 }
 
 /// A `Boxed` with `count` references, handed out raw.

@@ -7,12 +7,18 @@ use core::ptr::NonNull;
 use crossbeam_epoch::{self as epoch, Guard, Shared};
 
 use crate::node::Node;
-use crate::sync::{Mutex, Ordering};
+use crate::sync::{AtomicUsize, Mutex, Ordering};
 
 /// A chain and the lock of its writers.
 pub(crate) struct Bucket<K, V> {
     pub(crate) lock: Mutex<()>,
     head: epoch::Atomic<Node<K, V>>,
+    /// The entries of this bucket's keys inserted and not yet released
+    /// (on the chain or taken off it), written only under `lock`: a
+    /// plain load and store beside the lock's line, where one count for
+    /// the whole table was a read-modify-write on a line every insert
+    /// and release of every thread moved.
+    entries: AtomicUsize,
 }
 
 impl<K, V> Bucket<K, V> {
@@ -20,7 +26,23 @@ impl<K, V> Bucket<K, V> {
         Bucket {
             lock: Mutex::new(()),
             head: epoch::Atomic::null(),
+            entries: AtomicUsize::new(0),
         }
+    }
+
+    /// The bucket's entries now (a snapshot).
+    pub(crate) fn entries(&self) -> usize {
+        // Relaxed: a snapshot.
+        self.entries.load(Ordering::Relaxed)
+    }
+
+    /// One entry more (`+1`) or less (`-1`). The caller holds `self.lock`.
+    pub(crate) fn count_entry(&self, change: isize) {
+        // Relaxed, and no read-modify-write: only the lock's holder
+        // writes it, and the lock orders the writers.
+        let now = self.entries.load(Ordering::Relaxed);
+        self.entries
+            .store(now.wrapping_add_signed(change), Ordering::Relaxed);
     }
 
     /// The first node on the chain that `pred` accepts, without taking

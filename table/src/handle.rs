@@ -10,11 +10,12 @@ use crate::TableError;
 
 /// An owned, counted reference to an entry of a [`Table`](crate::Table):
 /// one pointer. `Clone` takes a reference (one atomic on the entry), `Drop`
-/// gives it back: one atomic, and when it is the last, an epoch pin and a
-/// look at the entry's flags decide whether the entry stays (unused,
-/// findable) or dies (one more atomic), with no lock; only an entry not
-/// listed yet takes its lock, for the table's `keep` to decide and the
-/// LRU to list it. A handle keeps the table's shared state alive: it may
+/// gives it back: one atomic. When it is the last, an entry sure to die
+/// (removed, marked, of a table that keeps none) is killed by that same
+/// atomic; otherwise an epoch pin and a look at the entry's flags decide
+/// whether it stays (unused, findable) or dies (one more atomic), with no
+/// lock; only an entry not listed yet takes its lock, for the table's
+/// `keep` to decide and the LRU to list it. A handle keeps the table's shared state alive: it may
 /// outlive the [`Table`](crate::Table) itself.
 pub struct Handle<K, V> {
     pub(crate) counted: CountedRef<Node<K, V>>,

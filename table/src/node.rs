@@ -15,10 +15,8 @@ use crate::peer_refs::PeerRefs;
 use crate::release_queue;
 use crate::shared::Shared;
 use crate::slots::VACANT;
-use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicU8, Ordering};
 
-/// On the lookup chain of its key (cleared when it is removed from it).
-pub(crate) const ON_KEY_CHAIN: u8 = 1 << 0;
 /// On the LRU of unused entries.
 pub(crate) const ON_LRU: u8 = 1 << 1;
 /// Dies at its last put, whatever `keep` says (`Handle::dont_keep`).
@@ -53,7 +51,14 @@ pub(crate) struct Counts {
 ///   (or the lock at zero, or the release).
 #[repr(C)]
 pub(crate) struct Node<K, V> {
+    /// `ON_LRU` and `DONT_KEEP`.
     pub(crate) flags: AtomicU8,
+    /// On the lookup chain of its key: set by `fill`, cleared when it is
+    /// taken off it. A byte of its own, apart from `flags`: it is written
+    /// only under the key's bucket lock, so its removal is a load and a
+    /// store, where a bit of `flags` (which the LRU and `dont_keep` change
+    /// without that lock) needed a read-modify-write.
+    pub(crate) key_chain: AtomicBool,
     /// Never changes: the slot's number.
     pub(crate) slot: u32,
     pub(crate) hash: AtomicU64,
@@ -75,10 +80,13 @@ pub(crate) struct Node<K, V> {
     /// While the slot is on the slots' recycled stack: the generation it
     /// is reused with (high half) and the next slot down plus one (low).
     pub(crate) vacancy: AtomicU64,
-    /// The table's state, while the slot holds an entry: every entry
+    /// The table's state, from the slot's first entry on: every entry
     /// keeps it alive, so that a handle can never outlive what it points
-    /// into. Taken when the slot is recycled.
-    shared: UnsafeCell<Option<Arc<Shared<K, V>>>>,
+    /// into. The slot keeps it through its vacancies on the recycled
+    /// stack (so a fill and a recycling touch no shared count); it is
+    /// let go when the stack is closed with the slot on it, or when the
+    /// slot is recycled after that, or retired (`Slots::close`).
+    pub(crate) shared: UnsafeCell<Option<Arc<Shared<K, V>>>>,
 }
 
 // SAFETY: the value is read through shared references (`V: Sync`) and
@@ -101,6 +109,7 @@ impl<K, V> Node<K, V> {
                 peer: PeerRefs::new(),
             },
             flags: AtomicU8::new(0),
+            key_chain: AtomicBool::new(false),
             slot,
             hash: AtomicU64::new(0),
             id: AtomicU64::new(VACANT),
@@ -165,7 +174,7 @@ impl<K, V> Node<K, V> {
     /// Whether lookups by key may find it.
     pub(crate) fn on_key_chain(&self) -> bool {
         // Acquire: pairs with the removal's Release.
-        self.flags.load(Ordering::Acquire) & ON_KEY_CHAIN != 0
+        self.key_chain.load(Ordering::Acquire)
     }
 
     /// The entry's fate at zero where it needs neither the user's `keep`
@@ -197,7 +206,7 @@ impl<K, V> Node<K, V> {
         let flags = self.flags.load(Ordering::Acquire);
         if !shared.is_open()
             || shared.max_unused == 0
-            || flags & ON_KEY_CHAIN == 0
+            || !self.on_key_chain()
             || flags & DONT_KEEP != 0
         {
             Some(Fate::Kill)
@@ -216,25 +225,43 @@ impl<K, V> Node<K, V> {
     /// The entry was released (its id stored [`VACANT`], off its chain)
     /// and the grace period since is over; called once.
     unsafe fn recycle(this: NonNull<Self>, old_id: u64) {
-        // SAFETY: the slots live while the entry's `Arc` does, taken here.
+        // SAFETY: the slots live while the slot's `Arc` does, which only
+        // this call may let go of now (the slot is not on the stack).
         let node = unsafe { this.as_ref() };
         // SAFETY: the caller's guarantee: no walker or reference is left,
         // and lookups by id read only the id and the count.
-        let shared = unsafe {
-            (*node.key.get()).assume_init_drop();
-            (*node.shared.get()).take()
-        };
-        let shared = shared.expect("a released entry's table");
-        shared.slots.recycle(node.slot, old_id);
-        // The node is not touched after this: it may be reused at once, and
-        // this may be the last reference to the slots.
-        drop(shared);
+        unsafe { (*node.key.get()).assume_init_drop() };
+        // SAFETY: as above; the slot's hold, set by its first fill.
+        let shared = unsafe { (*node.shared.get()).as_deref() }.expect("a released entry's table");
+        let pushed = shared
+            .slots
+            .next_generation(old_id)
+            .is_some_and(|generation| {
+                // Once pushed, the slot (and its hold on the table's state)
+                // is not this call's: nothing is touched after.
+                crate::slots::push_recycled(
+                    shared.slots.recycled(),
+                    &node.vacancy,
+                    node.slot,
+                    generation,
+                )
+            });
+        if !pushed {
+            // Retired, or the table is dropped: the slot lets go of its
+            // hold, maybe the last (the slots then go with it).
+            // SAFETY: the slot is this call's: on no stack, holding no
+            // entry.
+            drop(unsafe { (*node.shared.get()).take() });
+        }
     }
 }
 
 impl<K: Send + Sync, V: Send + Sync> Node<K, V> {
     /// Fills a vacant slot with an entry, with one reference (the
     /// caller's), and returns that reference. The entry is on no chain yet.
+    /// With `for_peer`, that reference is the one the peer's hold between
+    /// them, and the peer holds one (`Handle::into_id`'s work, done before
+    /// the entry is published).
     ///
     /// # Safety
     ///
@@ -242,11 +269,11 @@ impl<K: Send + Sync, V: Send + Sync> Node<K, V> {
     /// can reach it, and lookups by id read only its id and count.
     pub(crate) unsafe fn fill(
         this: NonNull<Self>,
-        shared: Arc<Shared<K, V>>,
+        shared: &Arc<Shared<K, V>>,
         hash: u64,
         id: u64,
-        key: K,
-        value: V,
+        (key, value): (K, V),
+        for_peer: bool,
     ) -> CountedRef<Self> {
         // SAFETY: the slots' memory lives while `shared` does.
         let node = unsafe { this.as_ref() };
@@ -255,13 +282,22 @@ impl<K: Send + Sync, V: Send + Sync> Node<K, V> {
         unsafe {
             (*node.key.get()).write(key);
             (*node.value.get()).write(value);
-            *node.shared.get() = Some(shared);
+            // The slot's first entry takes the slot's hold on the
+            // table's state; a reused slot has it already.
+            let hold = &mut *node.shared.get();
+            if hold.is_none() {
+                *hold = Some(shared.clone());
+            }
         }
         // Relaxed, all: the revival's Release publishes them, and the push
         // on the key chain (Release) after it.
         node.hash.store(hash, Ordering::Relaxed);
-        node.flags.store(ON_KEY_CHAIN, Ordering::Relaxed);
+        node.flags.store(0, Ordering::Relaxed);
+        node.key_chain.store(true, Ordering::Relaxed);
         node.id.store(id, Ordering::Relaxed);
+        if for_peer {
+            node.counts.peer.set_first();
+        }
         // One compare-and-swap (Release: publishes the fields above to a
         // reference taken after it).
         // SAFETY: the slot's last entry was released and its grace period
@@ -326,6 +362,19 @@ unsafe impl<K, V> RefCounted for Node<K, V> {
         } else {
             Fate::Kill
         }
+    }
+
+    /// A removed or marked entry, every entry of a table that keeps none
+    /// or was dropped: each condition holds for the entry's life once it
+    /// holds (`Node::fate_without_keep`), and the release unlinks it. So
+    /// its last put drops the count and kills it in one compare-and-swap,
+    /// with no epoch pin. Its read may be stale (the count it follows was
+    /// read `Relaxed`), but a stale read can only miss a kill, which the
+    /// usual way then makes at zero: no condition of a kill ever goes
+    /// back.
+    fn killed_at_zero(&self) -> bool {
+        // SAFETY: asked by a put that still holds its references.
+        matches!(unsafe { self.fate_without_keep() }, Some(Fate::Kill))
     }
 
     /// A put runs pinned when it may be the last (`fast_dput` runs under

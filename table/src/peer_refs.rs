@@ -42,6 +42,15 @@ impl PeerRefs {
         self.held.fetch_add(1, Ordering::SeqCst) == 0
     }
 
+    /// The first reference, on an entry not yet published (`Node::fill`):
+    /// a store, no read-modify-write.
+    pub(crate) fn set_first(&self) {
+        // Relaxed: the revival's Release publishes it with the entry; a
+        // vacant slot's count is zero (its last entry's peer references
+        // were all given back, or ended), and nobody else writes it.
+        self.held.store(1, Ordering::Relaxed);
+    }
+
     /// One more reference, if the peer holds the entry already: one
     /// atomic, and none on the lockref. `false` if the peer holds none (or
     /// as many as a `u64` counts): the caller takes a reference and hands

@@ -10,9 +10,11 @@ use lockref::CountedRef;
 
 use crate::chain::Bucket;
 use crate::lru::Lru;
-use crate::node::{Node, ON_KEY_CHAIN};
+use crate::node::Node;
 use crate::slots::{Slots, Vacancy};
-use crate::sync::{lock, Arc, AtomicBool, AtomicUsize, MutexGuard, Ordering};
+#[cfg(feature = "testing")]
+use crate::sync::AtomicUsize;
+use crate::sync::{lock, Arc, AtomicBool, MutexGuard, Ordering};
 
 /// The user's decision at zero: keep the entry (unused, findable) or kill
 /// it.
@@ -26,8 +28,6 @@ pub(crate) struct Shared<K, V> {
     /// Where the entries live; their ids name their slots.
     pub(crate) slots: Slots<K, V>,
     hash_key: HashKey<K>,
-    /// Entries inserted and not yet released.
-    len: AtomicUsize,
     /// Cleared when the table is dropped: no entry is kept at zero after.
     open: AtomicBool,
     pub(crate) max_unused: usize,
@@ -52,7 +52,6 @@ impl<K, V> Shared<K, V> {
             key_buckets: (0..buckets).map(|_| Bucket::new()).collect(),
             slots: Slots::new(first_id),
             hash_key,
-            len: AtomicUsize::new(0),
             open: AtomicBool::new(true),
             max_unused,
             keep,
@@ -81,8 +80,8 @@ impl<K, V> Shared<K, V> {
     }
 
     pub(crate) fn len(&self) -> usize {
-        // Relaxed: a snapshot.
-        self.len.load(Ordering::Relaxed)
+        // The buckets' counts (each a snapshot): O(buckets).
+        self.key_buckets.iter().map(Bucket::entries).sum()
     }
 
     fn key_bucket(&self, hash: u64) -> &Bucket<K, V> {
@@ -139,14 +138,17 @@ impl<K, V> Shared<K, V> {
 
     /// The live entry of `key`, referenced, or a new one made by `make`
     /// from its id, under the key's bucket lock (so two inserts of one key
-    /// make one entry). A dying entry of the key is passed over: its
-    /// release unlinks it.
+    /// make one entry), and whether it is new. A dying entry of the key is
+    /// passed over: its release unlinks it. With `for_peer`, a new entry's
+    /// reference is the peer's (`PeerRefs` at one, set before the entry is
+    /// published: no atomic more); one found is a reference as any.
     pub(crate) fn find_or_insert(
         this: &Arc<Self>,
         hash: u64,
         key: K,
         make: impl FnOnce(u64) -> V,
-    ) -> CountedRef<Node<K, V>>
+        for_peer: bool,
+    ) -> (CountedRef<Node<K, V>>, bool)
     where
         K: Eq + Send + Sync,
         V: Send + Sync,
@@ -159,7 +161,7 @@ impl<K, V> Shared<K, V> {
             // until the pin ends; the chain's pointer has the slots'
             // provenance.
             if let Some(r) = unsafe { CountedRef::try_get(found) } {
-                return r;
+                return (r, false);
             }
         }
         let vacancy = this.slots.take();
@@ -176,19 +178,11 @@ impl<K, V> Shared<K, V> {
             value
         };
         // SAFETY: a vacant slot just taken from the slots.
-        let entry = unsafe { Node::fill(vacancy.node, this.clone(), hash, vacancy.id, key, value) };
+        let entry =
+            unsafe { Node::fill(vacancy.node, this, hash, vacancy.id, (key, value), for_peer) };
         bucket.push(vacancy.node, &guard);
-        this.len.fetch_add(1, Ordering::Relaxed);
-        entry
-    }
-
-    /// Takes `node` off its key's chain, so that lookups by key no longer
-    /// find it (it stays reachable by id while referenced, and is killed
-    /// at zero). Returns whether it was on it.
-    pub(crate) fn unhash(&self, node: &Node<K, V>, guard: &Guard) -> bool {
-        let bucket = self.key_bucket(node.hash.load(Ordering::Relaxed));
-        let _locked = self.lock(bucket);
-        unhash_locked(bucket, node, guard)
+        bucket.count_entry(1);
+        (entry, true)
     }
 
     /// Takes `key`'s live entry off its chain under the key's bucket lock,
@@ -262,10 +256,12 @@ impl<K, V> Shared<K, V> {
         unhash_locked(bucket, unsafe { found.as_ref() }, guard).then_some(found)
     }
 
-    /// A released node leaves its key's chain and the count.
+    /// A released node leaves its key's chain and its bucket's count.
     pub(crate) fn unlink(&self, node: &Node<K, V>, guard: &Guard) {
-        self.unhash(node, guard);
-        self.len.fetch_sub(1, Ordering::Relaxed);
+        let bucket = self.key_bucket(node.hash.load(Ordering::Relaxed));
+        let _locked = self.lock(bucket);
+        unhash_locked(bucket, node, guard);
+        bucket.count_entry(-1);
     }
 
     /// Reclaims up to `n` unused entries, oldest first; returns how many
@@ -313,11 +309,15 @@ impl<K, V> Shared<K, V> {
 /// still on it (its removal and its release may race to it): returns
 /// whether this call took it off.
 fn unhash_locked<K, V>(bucket: &Bucket<K, V>, node: &Node<K, V>, guard: &Guard) -> bool {
-    // AcqRel: one remover; Release so that walkers that see it clear pass
-    // the node over.
-    if node.flags.fetch_and(!ON_KEY_CHAIN, Ordering::AcqRel) & ON_KEY_CHAIN == 0 {
+    // Relaxed load: the flag is written only under the bucket's lock,
+    // which the caller holds, so a plain load and store (no
+    // read-modify-write) make one remover.
+    if !node.key_chain.load(Ordering::Relaxed) {
         return false;
     }
+    // Release: walkers that see it cleared pass the node over, and a
+    // last put that reads it (Acquire) kills the entry.
+    node.key_chain.store(false, Ordering::Release);
     bucket.unlink(node, guard)
 }
 

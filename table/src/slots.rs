@@ -40,6 +40,11 @@ pub(crate) struct Vacancy<K, V> {
 /// The low half of a link of the recycled stack: the slot's number plus
 /// one (zero: none).
 const LINK_SLOT: u64 = (1 << 32) - 1;
+/// The recycled stack's head once the table is dropped ([`Slots::close`]):
+/// no slot is pushed any more.
+const CLOSED: u64 = 1 << 63;
+/// The head's tag (its high half less [`CLOSED`]).
+const TAG: u64 = (1 << 31) - 1;
 
 pub(crate) struct Slots<K, V> {
     /// Chunk `c`, once allocated: `FIRST_CHUNK << c` nodes, never freed
@@ -53,7 +58,14 @@ pub(crate) struct Slots<K, V> {
     /// half, changed by every push and pop, so that a pop whose top was
     /// popped and pushed back meanwhile (ABA) fails its compare-and-swap.
     /// A node's link may be read after it was popped by another thread:
-    /// the memory is type-stable, and the tag then fails the swap.
+    /// the memory is type-stable, and the tag then fails the swap. Its
+    /// top bit is [`CLOSED`] once the table is dropped.
+    ///
+    /// A slot keeps its hold on the table's state (`Node::shared`) from
+    /// its first entry on, through its vacancies on this stack, so that an
+    /// entry's fill and recycling touch no shared count; the holds of the
+    /// slots on the stack are let go when the table closes it, and a slot
+    /// recycled after that, or retired, lets go of its own.
     recycled: AtomicU64,
     /// Slots never used from here on (the next one's number), under its
     /// lock, which also orders the allocation of chunks.
@@ -140,11 +152,14 @@ impl<K, V> Slots<K, V> {
 
     /// Gives back a vacancy that was never filled (its `make` panicked):
     /// the slot holds nothing, so no grace period is needed; it is reused
-    /// with the next generation, as `id` may have been seen.
+    /// with the next generation, as `id` may have been seen. The table is
+    /// open (an insert is running), so the push cannot fail.
     pub(crate) fn give_back(&self, vacancy: &Vacancy<K, V>) {
         // SAFETY: the slots' memory lives while `self` does.
-        let slot = unsafe { vacancy.node.as_ref() }.slot;
-        self.recycle(slot, vacancy.id);
+        let node = unsafe { vacancy.node.as_ref() };
+        if let Some(generation) = self.next_generation(vacancy.id) {
+            push_recycled(&self.recycled, &node.vacancy, node.slot, generation);
+        }
     }
 
     /// Allocates chunk `c`: vacant nodes. Under the lock of `fresh`.
@@ -157,38 +172,31 @@ impl<K, V> Slots<K, V> {
         self.chunks[c].store(chunk, Ordering::Release);
     }
 
-    /// Gives back a slot whose entry had `id`, after its grace period: it
-    /// is reused with the next generation, or retired after the last.
-    pub(crate) fn recycle(&self, slot: u32, id: u64) {
+    /// The generation a slot whose entry had `id` is reused with, or
+    /// `None` if that was its last (the slot is retired).
+    pub(crate) fn next_generation(&self, id: u64) -> Option<u32> {
         let generation = ((id - self.first_id) >> SLOT_BITS) as u32;
-        if generation >= LAST_GENERATION {
-            return;
-        }
-        // SAFETY: the slots' memory lives while `self` does; a recycled
-        // slot's number is one of a fresh slot taken before.
-        let node = unsafe { self.node(u64::from(slot)).expect("allocated").as_ref() };
-        // Relaxed: a guess; the compare-and-swap checks it.
-        let mut head = self.recycled.load(Ordering::Relaxed);
-        loop {
-            // Relaxed: nobody pops this slot before the swap below
-            // publishes it (Release).
-            node.vacancy.store(
-                u64::from(generation + 1) << 32 | (head & LINK_SLOT),
-                Ordering::Relaxed,
-            );
-            let tag = (head >> 32).wrapping_add(1);
-            // Release: the link and the slot's last writes (its key
-            // dropped, its table's state let go) happen before the pop
-            // that takes it (Acquire). Failure Relaxed: the next guess.
-            match self.recycled.compare_exchange_weak(
-                head,
-                tag << 32 | (u64::from(slot) + 1),
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(now) => head = now,
-            }
+        (generation < LAST_GENERATION).then_some(generation + 1)
+    }
+
+    /// The stack of recycled slots, for [`push_recycled`].
+    pub(crate) fn recycled(&self) -> &AtomicU64 {
+        &self.recycled
+    }
+
+    /// Closes the recycled stack (the table's drop): no slot is pushed on
+    /// it any more, and `let_go` is called with each slot it held, whose
+    /// hold on the table's state the caller then lets go of. Called once,
+    /// when no insert can run (so nothing pops).
+    pub(crate) fn close(&self, mut let_go: impl FnMut(NonNull<Node<K, V>>)) {
+        // Acquire: every push's Release, so the links are seen.
+        let head = self.recycled.swap(CLOSED, Ordering::Acquire);
+        let mut next = head & LINK_SLOT;
+        while let Some(slot) = next.checked_sub(1) {
+            let node = self.node(slot).expect("allocated");
+            // SAFETY: type-stable memory; the stack is this call's alone.
+            next = unsafe { node.as_ref() }.vacancy.load(Ordering::Relaxed) & LINK_SLOT;
+            let_go(node);
         }
     }
 
@@ -199,6 +207,7 @@ impl<K, V> Slots<K, V> {
         // seen (and, on success, everything before its recycling).
         let mut head = self.recycled.load(Ordering::Acquire);
         loop {
+            // A closed stack is empty (and no insert runs then).
             let top = (head & LINK_SLOT).checked_sub(1)?;
             // SAFETY: type-stable memory, valid while `self` is.
             let node = unsafe { self.node(top).expect("allocated").as_ref() };
@@ -206,7 +215,7 @@ impl<K, V> Slots<K, V> {
             // if the top was popped (and its link changed) since, the tag
             // has changed and the swap fails.
             let vacancy = node.vacancy.load(Ordering::Relaxed);
-            let tag = (head >> 32).wrapping_add(1);
+            let tag = ((head >> 32) + 1) & TAG;
             // Acquire: as above. Failure Acquire too: the next head's
             // link is read next.
             match self.recycled.compare_exchange_weak(
@@ -226,6 +235,45 @@ impl<K, V> Slots<K, V> {
     pub(crate) fn used(&self) -> impl Iterator<Item = NonNull<Node<K, V>>> + '_ {
         let fresh = *lock(&self.fresh);
         (0..fresh).filter_map(|slot| self.node(slot))
+    }
+}
+
+/// Pushes `slot`, whose link is `vacancy`, on the `recycled` stack, to be
+/// reused with `generation`. `false` if the stack is closed (the table is
+/// dropped): nothing was pushed. A free function of cells only: once the
+/// push lands, the slot may be taken, and the table's state (and with it
+/// these atomics) let go by other threads, while this call returns.
+pub(crate) fn push_recycled(
+    recycled: &AtomicU64,
+    vacancy: &AtomicU64,
+    slot: u32,
+    generation: u32,
+) -> bool {
+    // Relaxed: a guess; the compare-and-swap checks it.
+    let mut head = recycled.load(Ordering::Relaxed);
+    loop {
+        if head & CLOSED != 0 {
+            return false;
+        }
+        // Relaxed: nobody pops this slot before the swap below publishes
+        // it (Release).
+        vacancy.store(
+            u64::from(generation) << 32 | (head & LINK_SLOT),
+            Ordering::Relaxed,
+        );
+        let tag = ((head >> 32) + 1) & TAG;
+        // Release: the link and the slot's last writes (its key dropped)
+        // happen before the pop that takes it (Acquire), and before the
+        // close that lets its hold go. Failure Relaxed: the next guess.
+        match recycled.compare_exchange_weak(
+            head,
+            tag << 32 | (u64::from(slot) + 1),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return true,
+            Err(now) => head = now,
+        }
     }
 }
 

@@ -67,10 +67,11 @@ impl Default for Config {
 /// - **The last put of a cached entry takes no lock** (the kernel's
 ///   `fast_dput`): it drops the count to zero under an epoch pin and reads
 ///   the entry's flags. An entry already listed stays, with no further
-///   write; one removed ([`remove`](Self::remove)), marked
+///   write. One removed ([`remove`](Self::remove)), marked
 ///   ([`Handle::dont_keep`]), of a dropped table or of a table that keeps
-///   none dies by one more compare-and-swap (zero to dead), unless a
-///   lookup revived it meanwhile. Only an entry not listed yet takes its
+///   none is sure to die: its last put reads that before it drops its
+///   reference, and drops it and kills the entry in one compare-and-swap
+///   (no pin), unless a lookup took a reference meanwhile. Only an entry not listed yet takes its
 ///   lock, for `keep` to decide and the LRU to list it.
 /// - **Protocol ids** ([`hand_out`](Self::hand_out), [`Handle::into_id`],
 ///   [`get`](Self::get), [`forget`](Self::forget)): a reference handed to
@@ -267,9 +268,29 @@ where
                 None => None,
             }
         };
-        let entry = found.unwrap_or_else(|| self.insert_hashed(hash, key, make));
+        if let Some(entry) = found {
+            drop(guard);
+            return accept(&entry).then(|| entry.into_id());
+        }
+        self.shared.reclaim_for_insert();
+        let (counted, made) = Shared::find_or_insert(&self.shared, hash, key, make, true);
         drop(guard);
-        accept(&entry).then(|| entry.into_id())
+        let entry = Handle { counted };
+        if !made {
+            return accept(&entry).then(|| entry.into_id());
+        }
+        // Made with its reference the peer's: as a hit above, it is
+        // checked under that reference, and given back if refused.
+        let id = entry.id();
+        let node = CountedRef::into_raw(entry.counted);
+        // SAFETY: the peer's reference, set at the fill, holds the entry
+        // and its value.
+        if accept(unsafe { node.as_ref().value() }) {
+            return Some(id);
+        }
+        self.forget(id, 1)
+            .expect("the peer holds the reference it was made with");
+        None
     }
 
     /// `find` with the key's hash.
@@ -296,7 +317,7 @@ where
     fn insert_hashed(&self, hash: u64, key: K, make: impl FnOnce(u64) -> V) -> Handle<K, V> {
         self.shared.reclaim_for_insert();
         Handle {
-            counted: Shared::find_or_insert(&self.shared, hash, key, make),
+            counted: Shared::find_or_insert(&self.shared, hash, key, make, false).0,
         }
     }
 
@@ -448,7 +469,10 @@ where
         true
     }
 
-    /// Entries not yet released: referenced or kept at zero.
+    /// Entries not yet released: referenced or kept at zero. A sum of the
+    /// buckets' counts (each kept under its bucket's lock, so that an
+    /// insert and a release write no count shared by the whole table):
+    /// it reads every bucket, for tests and reports, not hot paths.
     pub fn len(&self) -> usize {
         self.shared.len()
     }
@@ -501,6 +525,15 @@ impl<K: Send + Sync, V: Send + Sync> Drop for Table<K, V> {
     fn drop(&mut self) {
         let shared = &*self.shared;
         shared.close();
+        // The slots on the recycled stack let go of their holds on the
+        // state (the table's own `Arc` keeps it until this drop ends);
+        // a slot recycled from here on lets go of its own.
+        shared.slots.close(|slot| {
+            // SAFETY: a vacant slot off the closed stack: this call's
+            // alone (no insert runs, a lookup by id reads only its id
+            // and count).
+            drop(unsafe { (*slot.as_ref().shared.get()).take() });
+        });
         // No insert can run now (`&mut self`), so no slot takes a new
         // entry; entries may still die, on the threads of their handles.
         // A value whose drop panics does not stop the teardown: every

@@ -187,3 +187,53 @@ fn lookups_by_stale_ids_race_the_reuse_of_slots() {
         (0, 2 * rounds as usize)
     );
 }
+
+/// The table's shared state (its slots, its `keep`) goes once the table
+/// and every entry are gone. A slot keeps its hold on the state through
+/// its vacancies: the slots on the recycled stack let go of theirs at the
+/// table's drop, and those recycled after it let go of their own. (A slot
+/// that kept its hold would leak the state: the token `keep` owns would
+/// never be dropped.)
+#[test]
+fn the_tables_state_goes_with_its_last_slot() {
+    let token = Arc::new(());
+    let owned_by_keep = Arc::clone(&token);
+    let t = Table::with_keep(
+        Config {
+            buckets: 4,
+            max_unused: 0,
+            first_id: 10,
+        },
+        move |_: &u64, _: &Value| Arc::strong_count(&owned_by_keep) == 0,
+    );
+    let drops = Arc::default();
+    // Entries made and forgotten: their slots are on the recycled stack
+    // once the garbage is collected, before the drop.
+    for key in 0..8 {
+        let id = t.hand_out(key, |_| Value(Arc::clone(&drops)));
+        t.forget(id, 1).unwrap();
+    }
+    for _ in 0..100 {
+        crossbeam_epoch::pin().flush();
+    }
+    // Entries alive across the drop: recycled after it.
+    let handles: Vec<_> = (100..104)
+        .map(|key| t.find_or_insert_with(key, |_| Value(Arc::clone(&drops))))
+        .collect();
+    drop(t);
+    assert!(Arc::strong_count(&token) > 1, "the handles keep the state");
+    drop(handles);
+    for _ in 0..1_000_000 {
+        if Arc::strong_count(&token) == 1 {
+            break;
+        }
+        crossbeam_epoch::pin().flush();
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        Arc::strong_count(&token),
+        1,
+        "the state went with its last slot"
+    );
+    assert_eq!(drops.load(Ordering::Relaxed), 12, "every value dropped");
+}
