@@ -50,7 +50,9 @@ pub(crate) unsafe fn put_many<T: RefCounted>(
     // Without the lockless paths (`LOCKLESS` is false), a lockless put
     // never succeeds: a grace section would buy nothing.
     if crate::LOCKLESS {
-        let reads_last = lockref.count() == Some(n);
+        // (A word that takes every put to the grace section, the
+        // `fetch_add` word, reads nothing first: it has no put-and-kill.)
+        let reads_last = T::Word::GRACE_FOR_THE_LAST_PUT_ONLY && lockref.count() == Some(n);
         // SAFETY: as above: the caller's references keep the object, and
         // the borrow ends before the compare-and-swap that gives them up.
         if reads_last && unsafe { ptr.as_ref() }.killed_at_zero() {

@@ -70,7 +70,9 @@ pub enum Fate {
 ///   created in such an allocation), and stays in memory while its count is
 ///   positive or it is kept at zero;
 /// - `release` is sound to call once for a dead object no reference points
-///   to, from any thread (see its contract);
+///   to, from any thread (see its contract), including one killed without
+///   `last_put` being asked ([`fate_unlocked`](Self::fate_unlocked),
+///   [`killed_at_zero`](Self::killed_at_zero));
 /// - if [`grace`](Self::grace) returns `Some`, an object's memory stays
 ///   valid while any grace value returned before its death is alive, even
 ///   after `release` (which must defer the free past them: an RCU grace

@@ -57,6 +57,7 @@ const PROBES: &[(&str, Order)] = &[
     ("probe_put_or_lock", Order::Release),
     ("probe_counted_clone", Order::Relaxed),
     ("probe_counted_drop", Order::Release),
+    ("probe_put_many_and_kill", Order::AcqRel),
 ];
 
 /// The experimental fetch_add word's probes (not in the lock-only build,
@@ -99,6 +100,7 @@ pub(crate) enum Order {
     Relaxed,
     Acquire,
     Release,
+    AcqRel,
 }
 
 impl Order {
@@ -108,6 +110,7 @@ impl Order {
             Order::Relaxed => "cas",
             Order::Acquire => "casa",
             Order::Release => "casl",
+            Order::AcqRel => "casal",
         }
     }
 
@@ -117,6 +120,7 @@ impl Order {
             Order::Relaxed => "ldadd",
             Order::Acquire => "ldadda",
             Order::Release => "ldaddl",
+            Order::AcqRel => "ldaddal",
         }
     }
 
@@ -126,6 +130,7 @@ impl Order {
             Order::Relaxed => "relax",
             Order::Acquire => "acq",
             Order::Release => "rel",
+            Order::AcqRel => "acq_rel",
         }
     }
 }

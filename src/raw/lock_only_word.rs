@@ -78,6 +78,17 @@ impl Word {
         Err(PutError::Unsupported)
     }
 
+    /// No lockless put-and-kill here: the last put goes to the lock.
+    #[allow(clippy::extra_unused_type_parameters)]
+    #[inline(always)]
+    pub(crate) fn put_and_kill<P: Policy>(
+        &self,
+        _stats: &Stats,
+        _n: i32,
+    ) -> Result<bool, PutError> {
+        Err(PutError::Unsupported)
+    }
+
     /// No lockless path here: every operation goes to the lock. (`P` keeps
     /// the signature of the other word.)
     #[allow(clippy::extra_unused_type_parameters)]

@@ -5,7 +5,9 @@
 
 use core::ptr::NonNull;
 
-use lockref::{CountedRef, Fate, LockRef, LockRefGuard, PutError, PutOrLock, RefCounted};
+use lockref::{
+    CountedRef, Fate, LockRef, LockRefGuard, PutError, PutOrLock, RawLockRef, RefCounted,
+};
 
 /// `LockRef::get`.
 #[no_mangle]
@@ -33,6 +35,20 @@ pub fn probe_get_not_dead(r: &LockRef<()>) -> bool {
 #[inline(never)]
 pub fn probe_put_return(r: &LockRef<()>) -> Result<u32, PutError> {
     r.put_return()
+}
+
+/// `RawLockRef::put_many_and_kill` of one reference: the last put of an
+/// object whose kill is known before it, one compare-and-swap from one to
+/// dead.
+///
+/// # Safety
+///
+/// The caller owns a reference to `r`'s object.
+#[no_mangle]
+#[inline(never)]
+pub unsafe fn probe_put_many_and_kill(r: &LockRef<()>) -> Result<bool, PutError> {
+    // SAFETY: the caller's reference, given up on `Ok(true)`.
+    unsafe { r.raw().put_many_and_kill(1) }
 }
 
 /// `LockRef::put_or_lock`; the guard, if any, is released at once.
